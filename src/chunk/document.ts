@@ -1,0 +1,379 @@
+/**
+ * DOCUMENT strategy (Markdown structure): one chunk per heading section, long
+ * sections split block-aware (paragraphs, fenced code, tables), each chunk
+ * prefixed with its heading path.
+ */
+import type { ChunkingConfig } from "../config.js";
+import type { Chunk, ExtractedDocument } from "../types.js";
+import type { Chunker } from "./contract.js";
+import {
+  bodyBudget,
+  type ChunkLimits,
+  defineChunker,
+  fitPrefix,
+  makeChunk,
+  type Span,
+  skipBlankForward,
+  trimSpan,
+} from "./spans.js";
+import { type Line, lineSpans, type Piece, pack, splitRange } from "./split.js";
+
+/** Kinds of Markdown block recognised by {@link parseMarkdownBlocks}. */
+export type MarkdownBlockKind = "heading" | "fence" | "table" | "paragraph" | "frontmatter";
+
+/** A top-level Markdown block; `[start, end)` is trimmed of blank edges. */
+export interface MarkdownBlock extends Span {
+  kind: MarkdownBlockKind;
+  /** Heading level 1–6 (`heading` only). */
+  level?: number;
+  /** Heading text without `#` marks, closing hashes, `{#anchor}` attributes or `\r` (`heading` only). */
+  title?: string;
+  /** Header row and delimiter row, `\n`-joined and trimmed (`table` only). */
+  tableHeader?: string;
+  /** End offset of the delimiter row (`table` only). */
+  headerEnd?: number;
+}
+
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
+const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$/;
+const SETEXT = /^ {0,3}(=+|-{2,})[ \t]*$/;
+const NOT_SETEXT_PARA = /^(?: {4,}|\t| {0,3}(?:>|[-+*][ \t]|\d{1,9}[.)][ \t]|<))/;
+const TABLE_DELIMITER = /^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$/;
+
+/** Cleans a raw heading text: closing `#`s, `{ #anchor }` attributes, surrounding blanks. */
+function headingTitle(raw: string): string {
+  return raw
+    .replace(/(?:^|[ \t]+)#+[ \t]*$/, "")
+    .replace(/\s*\{\s*[#.][^{}]*\}\s*$/, "")
+    .trim();
+}
+
+/**
+ * Splits Markdown into top-level blocks: ATX and Setext headings, fenced code
+ * (``` or ~~~, length ≥ 3, closed by the same character with at least the same
+ * length, or running to the end), GFM tables (header + delimiter row, then rows
+ * containing `|`), YAML front matter, and paragraphs (everything else, up to a
+ * blank line). `#` lines inside fences and front matter are not headings. CRLF
+ * and CR line endings are handled; titles never contain `\r`.
+ */
+export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
+  const lines = lineSpans(text);
+  const blocks: MarkdownBlock[] = [];
+  const lt = (l: Line): string => text.slice(l.start, l.end);
+  const push = (
+    kind: MarkdownBlockKind,
+    start: number,
+    end: number,
+    extra: Partial<MarkdownBlock> = {},
+  ): void => {
+    const t = trimSpan(text, start, end);
+    if (t) blocks.push({ ...t, kind, ...extra });
+  };
+  let para: { start: number; end: number; first: string; lines: string[] } | null = null;
+  let table: MarkdownBlock | null = null;
+  const closePara = (): void => {
+    if (para) push("paragraph", para.start, para.end);
+    para = null;
+  };
+  const closeTable = (): void => {
+    if (table)
+      push("table", table.start, table.end, { tableHeader: table.tableHeader, headerEnd: table.headerEnd });
+    table = null;
+  };
+  let i = 0;
+  const first = lines[0];
+  if (first && lt(first).trimEnd() === "---") {
+    for (let j = 1; j < lines.length; j++) {
+      const l = lines[j] as Line;
+      const t = lt(l).trimEnd();
+      if (t === "---" || t === "...") {
+        push("frontmatter", first.start, l.end);
+        i = j + 1;
+        break;
+      }
+    }
+  }
+  for (; i < lines.length; i++) {
+    const l = lines[i] as Line;
+    const t = lt(l);
+    if (skipBlankForward(text, l.start, l.end) >= l.end) {
+      closePara();
+      closeTable();
+      continue;
+    }
+    const fence = FENCE_OPEN.exec(t);
+    const marker = fence?.[1];
+    if (fence && marker && !(marker.startsWith("`") && (fence[2] ?? "").includes("`"))) {
+      closePara();
+      closeTable();
+      let end = lines[lines.length - 1]?.end ?? l.end;
+      let j = i + 1;
+      for (; j < lines.length; j++) {
+        const c = FENCE_CLOSE.exec(lt(lines[j] as Line));
+        const close = c?.[1];
+        if (close && close[0] === marker[0] && close.length >= marker.length) {
+          end = (lines[j] as Line).end;
+          break;
+        }
+      }
+      push("fence", l.start, end);
+      i = j;
+      continue;
+    }
+    const atx = ATX.exec(t);
+    if (atx) {
+      closePara();
+      closeTable();
+      push("heading", l.start, l.end, { level: atx[1]?.length ?? 1, title: headingTitle(atx[2] ?? "") });
+      continue;
+    }
+    const setext = SETEXT.exec(t);
+    const p = para as { start: number; end: number; first: string; lines: string[] } | null;
+    if (setext && p && !NOT_SETEXT_PARA.test(p.first)) {
+      const level = setext[1]?.startsWith("=") ? 1 : 2;
+      push("heading", p.start, l.end, { level, title: headingTitle(p.lines.map((s) => s.trim()).join(" ")) });
+      para = null;
+      continue;
+    }
+    if (table) {
+      const tb = table as MarkdownBlock;
+      if (t.includes("|")) {
+        tb.end = l.end;
+        continue;
+      }
+      closeTable();
+    }
+    const next = lines[i + 1];
+    if (t.includes("|") && next && TABLE_DELIMITER.test(lt(next)) && lt(next).includes("-")) {
+      const nt = lt(next);
+      if (nt.includes("|") || t.trim().startsWith("|")) {
+        closePara();
+        table = {
+          kind: "table",
+          start: l.start,
+          end: next.end,
+          headerEnd: next.end,
+          tableHeader: `${t.trim()}\n${nt.trim()}`,
+        };
+        i++;
+        continue;
+      }
+    }
+    if (p) {
+      p.end = l.end;
+      p.lines.push(t);
+    } else {
+      para = { start: l.start, end: l.end, first: t, lines: [t] };
+    }
+  }
+  closePara();
+  closeTable();
+  return blocks;
+}
+
+/** A heading section: its blocks and the heading path above and including it. */
+interface Section extends Span {
+  blocks: MarkdownBlock[];
+  path: string[];
+  /** Heading level of the section (0 for text before the first heading). */
+  level: number;
+  /** Set when small sibling sections were merged: their common parent path. */
+  merged?: string[];
+  /** Span of the last section merged into this one. */
+  lastMember?: Span;
+}
+
+/** Groups blocks into sections (heading + content up to the next heading of any level). */
+function sectionsOf(blocks: MarkdownBlock[]): Section[] {
+  const sections: Section[] = [];
+  const stack: { level: number; title: string }[] = [];
+  let cur: Section | null = null;
+  for (const b of blocks) {
+    if (b.kind === "heading") {
+      const level = b.level ?? 1;
+      while (stack.length > 0 && (stack[stack.length - 1]?.level ?? 0) >= level) stack.pop();
+      stack.push({ level, title: b.title ?? "" });
+      cur = {
+        start: b.start,
+        end: b.end,
+        blocks: [b],
+        level,
+        path: stack.map((h) => h.title).filter(Boolean),
+      };
+      sections.push(cur);
+      continue;
+    }
+    if (!cur) {
+      cur = { start: b.start, end: b.end, blocks: [], level: 0, path: [] };
+      sections.push(cur);
+    }
+    cur.blocks.push(b);
+    cur.end = b.end;
+  }
+  return sections;
+}
+
+/** Heading-only sections are carried into the following deeper section. */
+function carryEmptyHeadings(sections: Section[]): Section[] {
+  const out: Section[] = [];
+  let carry: Section | null = null;
+  sections.forEach((s, i) => {
+    let sec = s;
+    if (carry) sec = { ...s, start: carry.start, blocks: [...carry.blocks, ...s.blocks] };
+    carry = null;
+    const next = sections[i + 1];
+    if (sec.blocks.every((b) => b.kind === "heading") && next && next.level > s.level) carry = sec;
+    else out.push(sec);
+  });
+  return out;
+}
+
+/** Joins a heading path as `A > B > C`, dropping leading headings (`… > C`) to stay within `max`. */
+function pathPrefix(path: string[], max: number): string {
+  let parts = path;
+  let text = parts.join(" > ");
+  while (text.length > max && parts.length > 1) {
+    parts = parts.slice(1);
+    text = `… > ${parts.join(" > ")}`;
+  }
+  return text;
+}
+
+/** Merges consecutive small sibling sections (same parent path) while the result fits. */
+function mergeSiblings(sections: Section[], limits: ChunkLimits): Section[] {
+  if (limits.minSize <= 0) return sections;
+  const out: Section[] = [];
+  const parentKey = (s: Section): string => s.path.slice(0, -1).join("\u0000");
+  for (const s of sections) {
+    const prev = out[out.length - 1];
+    const small = (x: Span): boolean => x.end - x.start < limits.minSize;
+    if (
+      prev &&
+      prev.level > 0 &&
+      s.level > 0 &&
+      small(s) &&
+      prev.blocks.length > 0 &&
+      parentKey(prev) === parentKey(s) &&
+      small(prev.lastMember ?? prev)
+    ) {
+      const parent = s.path.slice(0, -1);
+      const budget = bodyBudget(limits.size, pathPrefix(parent, Math.floor(limits.size / 2) - 2));
+      if (s.end - prev.start <= budget) {
+        out[out.length - 1] = {
+          start: prev.start,
+          end: s.end,
+          blocks: [...prev.blocks, ...s.blocks],
+          level: s.level,
+          path: s.path,
+          merged: parent,
+          lastMember: { start: s.start, end: s.end },
+        };
+        continue;
+      }
+    }
+    out.push(s);
+  }
+  return out;
+}
+
+/** Pieces of an oversized table: rows are never cut (unless one row alone is too long); continuations repeat the header in their prefix. */
+function splitTable(
+  text: string,
+  table: MarkdownBlock,
+  lead: number,
+  budget: number,
+  prefix: string,
+  size: number,
+): Piece[] {
+  const rows = lineSpans(text, table.start, table.end).filter((r) => r.end > r.start);
+  const headerEnd = table.headerEnd ?? rows[1]?.end ?? table.end;
+  const pieces: Piece[] = [];
+  let idx = rows.findIndex((r) => r.start >= headerEnd);
+  if (idx < 0) idx = rows.length;
+  let end = headerEnd;
+  if (headerEnd - lead > budget) {
+    pieces.push(...splitRange(text, lead, headerEnd, { size: budget, mode: "lines" }));
+  } else {
+    while (idx < rows.length && (rows[idx] as Line).end - lead <= budget) end = (rows[idx++] as Line).end;
+    pieces.push({ start: lead, end });
+  }
+  const contPrefix = `${prefix ? `${prefix}\n\n` : ""}${table.tableHeader ?? ""}`;
+  const contBudget = bodyBudget(size, contPrefix);
+  while (idx < rows.length) {
+    const first = rows[idx] as Line;
+    if (first.end - first.start > contBudget) {
+      for (const p of splitRange(text, first.start, first.end, { size: contBudget, mode: "lines" })) {
+        pieces.push({ ...p, prefix: contPrefix });
+      }
+      idx++;
+      continue;
+    }
+    let last = first.end;
+    idx++;
+    while (idx < rows.length && (rows[idx] as Line).end - first.start <= contBudget)
+      last = (rows[idx++] as Line).end;
+    pieces.push({ start: first.start, end: last, prefix: contPrefix });
+  }
+  return pieces;
+}
+
+/** Chunks one section (or merged sibling group). */
+function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] {
+  const path = sec.merged ?? sec.path;
+  const prefix = pathPrefix(path, Math.floor(limits.size / 2) - 2);
+  const budget = bodyBudget(limits.size, prefix);
+  const metadata = (): Record<string, unknown> => ({ headingPath: [...path] });
+  const make = (span: Span, p: string): Chunk =>
+    makeChunk(text, span, "section", {
+      prefix: fitPrefix(p, span.end - span.start, limits.size),
+      metadata: metadata(),
+    });
+  if (sec.end - sec.start <= budget) return [make(sec, prefix)];
+  const groups = pack(sec.blocks, budget, {
+    resume: true,
+    carry: (group, next) => {
+      const first = group[0];
+      if (!first || !group.every((b) => b.kind === "heading" || b.kind === "paragraph")) return false;
+      const last = group[group.length - 1] as MarkdownBlock;
+      if (last.end - first.start > budget / 2) return false;
+      return next.kind !== "table" || (next.headerEnd ?? next.end) - first.start <= budget;
+    },
+    split: (u, lead) => {
+      if (u.kind === "table") return splitTable(text, u, lead, budget, prefix, limits.size);
+      return splitRange(text, lead, u.end, { size: budget, mode: u.kind === "fence" ? "lines" : "prose" });
+    },
+  });
+  return groups.map((g) => make(g, g.prefix ?? prefix));
+}
+
+/**
+ * Splits Markdown `doc.text` into DOCUMENT chunks (chunkType `section`).
+ *
+ * Sections are a heading plus its content up to the next heading (ATX `#`..`######`
+ * or Setext; `#` lines inside fenced code are ignored). A heading with no content
+ * of its own joins the following subsection; with `minSize` > 0, consecutive
+ * sibling sections shorter than `minSize` merge while they fit (headingPath then is
+ * their parent's path). A section longer than the budget is split block-aware:
+ * whole paragraphs/fences/tables are grouped; an oversized paragraph is cut at
+ * sentence ends, an oversized fence at line boundaries, an oversized table between
+ * rows with the header row repeated in the continuation chunks' prefix.
+ *
+ * Every chunk's `contextPrefix` is its heading path (`Guide > Install > Linux`,
+ * leading headings elided as `… >` when it would exceed half of `limits.size`) and
+ * `metadata.headingPath` the same as a `string[]`; text before the first heading has
+ * no prefix and `headingPath: []`. The body budget leaves room for the prefix, so
+ * `text.length ≤ limits.size` as long as `limits.size` ≥ about 10.
+ */
+export function chunkMarkdown(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
+  const sections = mergeSiblings(carryEmptyHeadings(sectionsOf(parseMarkdownBlocks(doc.text))), limits);
+  return sections.flatMap((s) => chunkSection(doc.text, s, limits));
+}
+
+/**
+ * Creates the DOCUMENT (Markdown) chunker (see {@link chunkMarkdown}).
+ * @throws ConfigError for invalid chunking parameters.
+ */
+export function createDocumentChunker(config: ChunkingConfig): Chunker {
+  return defineChunker("document", config, chunkMarkdown);
+}

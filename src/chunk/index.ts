@@ -1,0 +1,92 @@
+/**
+ * Chunking stage entry points: pick a strategy (explicitly or `auto` by source
+ * type) and split extracted documents into chunks.
+ *
+ * All sizes are in characters (UTF-16 code units of the extracted text).
+ */
+import type { ChunkingConfig, ChunkingStrategy } from "../config.js";
+import { ConfigError } from "../errors.js";
+import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
+import { chunkCode } from "./code.js";
+import type { Chunker } from "./contract.js";
+import { chunkMarkdown } from "./document.js";
+import { chunkEmail } from "./email.js";
+import { chunkFixed } from "./fixed.js";
+import { chunkSemantic } from "./semantic.js";
+import { chunkSlack } from "./slack.js";
+import { type ChunkFn, defineChunker } from "./spans.js";
+
+export { createCodeChunker } from "./code.js";
+export type { Chunker, ChunkerFactory } from "./contract.js";
+export { createDocumentChunker, parseMarkdownBlocks } from "./document.js";
+export { createEmailChunker, emailHeaderBlock } from "./email.js";
+export { createFixedChunker } from "./fixed.js";
+export { createSemanticChunker } from "./semantic.js";
+export { sentenceBoundaries, splitSentences } from "./sentences.js";
+export { createSlackChunker } from "./slack.js";
+export { validateChunkingConfig } from "./spans.js";
+
+/** A concrete strategy (everything but `auto`). */
+export type ConcreteStrategy = Exclude<ChunkingStrategy, "auto">;
+
+const STRATEGIES: Record<ConcreteStrategy, ChunkFn> = {
+  fixed: chunkFixed,
+  semantic: chunkSemantic,
+  document: chunkMarkdown,
+  email: chunkEmail,
+  slack: chunkSlack,
+  code: chunkCode,
+};
+
+/** The strategy `auto` uses for a source type. */
+const AUTO: Record<SourceType, ConcreteStrategy> = {
+  markdown: "document",
+  html: "document",
+  email: "email",
+  slack: "slack",
+  code: "code",
+  pdf: "semantic",
+  text: "semantic",
+};
+
+/**
+ * The strategy `auto` picks for a document: markdown/html → `document`,
+ * email → `email`, slack → `slack`, code → `code`, pdf/text (and anything
+ * unknown) → `semantic`.
+ */
+export function strategyFor(doc: ExtractedDocument): ConcreteStrategy {
+  return AUTO[doc.metadata.type] ?? "semantic";
+}
+
+/**
+ * Creates a chunker for `strategy` (default: `config.strategy`; `auto` chooses
+ * per document with {@link strategyFor}). Every chunker sets `chunkIndex` and
+ * `totalChunks`, orders chunks by start, and adds `pageStart`/`pageEnd` metadata
+ * when the document has segments with a numeric `page`.
+ *
+ * @throws ConfigError immediately (before any text is read) when chunkSize ≤ 0,
+ *   chunkOverlap < 0, chunkOverlap ≥ chunkSize, minChunkSize < 0, a value is not an
+ *   integer, or the strategy is unknown.
+ */
+export function createChunker(config: ChunkingConfig, strategy?: ConcreteStrategy): Chunker {
+  const name: ChunkingStrategy = strategy ?? config.strategy;
+  if (name === "auto") {
+    return defineChunker("auto", config, (doc, limits) => STRATEGIES[strategyFor(doc)](doc, limits));
+  }
+  const fn = STRATEGIES[name];
+  if (!fn) {
+    throw new ConfigError(
+      `unknown chunking strategy "${String(name)}" (use auto, ${Object.keys(STRATEGIES).join(", ")})`,
+    );
+  }
+  return defineChunker(name, config, fn);
+}
+
+/**
+ * Splits one extracted document with the configured strategy (see
+ * {@link createChunker}). A blank document yields `[]`.
+ * @throws ConfigError for invalid chunking parameters.
+ */
+export async function chunkDocument(doc: ExtractedDocument, config: ChunkingConfig): Promise<Chunk[]> {
+  return createChunker(config).chunk(doc);
+}

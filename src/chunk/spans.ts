@@ -1,0 +1,243 @@
+/**
+ * Helpers shared by every chunking strategy: whitespace trimming of spans,
+ * building and finalising chunks, context-prefix budgeting, page annotation and
+ * configuration validation.
+ *
+ * Units: every offset and size is in UTF-16 code units ("characters") of the
+ * extracted document text.
+ */
+import type { ChunkingConfig } from "../config.js";
+import { ConfigError } from "../errors.js";
+import {
+  type Chunk,
+  type ChunkType,
+  CONTEXT_SEPARATOR,
+  type ExtractedDocument,
+  withContext,
+} from "../types.js";
+import type { Chunker } from "./contract.js";
+
+/** A half-open range `[start, end)` of offsets into a document's text. */
+export interface Span {
+  start: number;
+  end: number;
+}
+
+/** Validated chunking limits, in characters. */
+export interface ChunkLimits {
+  /** Maximum body length of a chunk (≥ 1). */
+  size: number;
+  /** Characters shared by consecutive FIXED chunks (0 ≤ overlap < size). */
+  overlap: number;
+  /** Short-tail threshold, clamped to `[0, size - 1]`. */
+  minSize: number;
+}
+
+/**
+ * True for characters that never need to be covered by a chunk and are trimmed
+ * from span edges: Unicode white space (as JavaScript `\s`, plus U+0085) and the
+ * invisible format characters U+180E, U+200B–U+200D and U+2060.
+ */
+export function isBlank(code: number): boolean {
+  if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+  if (code < 0x85) return false;
+  return (
+    code === 0x85 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    code === 0x180e ||
+    (code >= 0x2000 && code <= 0x200d) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x2060 ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
+}
+
+/** First offset ≥ `pos` (and < `end`) holding a non-blank character, or `end`. */
+export function skipBlankForward(text: string, pos: number, end: number = text.length): number {
+  let p = pos;
+  while (p < end && isBlank(text.charCodeAt(p))) p++;
+  return p;
+}
+
+/** Smallest offset `p ≤ end` (and ≥ `start`) such that `text.slice(p, end)` is blank. */
+export function skipBlankBackward(text: string, end: number, start = 0): number {
+  let p = end;
+  while (p > start && isBlank(text.charCodeAt(p - 1))) p--;
+  return p;
+}
+
+/**
+ * Shrinks `[start, end)` so it begins and ends on non-blank characters.
+ * @returns the trimmed span, or `null` when the range is empty or blank.
+ */
+export function trimSpan(text: string, start: number, end: number): Span | null {
+  const s = skipBlankForward(text, Math.max(0, start), Math.min(text.length, end));
+  const e = skipBlankBackward(text, Math.min(text.length, end), s);
+  return e > s ? { start: s, end: e } : null;
+}
+
+/** True when `pos` does not fall between the two halves of a surrogate pair. */
+export function isCodePointBoundary(text: string, pos: number): boolean {
+  if (pos <= 0 || pos >= text.length) return true;
+  const hi = text.charCodeAt(pos - 1);
+  const lo = text.charCodeAt(pos);
+  return !(hi >= 0xd800 && hi <= 0xdbff && lo >= 0xdc00 && lo <= 0xdfff);
+}
+
+/**
+ * Validates chunking parameters before any text is read.
+ *
+ * `chunkSize` must be an integer ≥ 1, `chunkOverlap` an integer with
+ * `0 ≤ overlap < chunkSize`, `minChunkSize` an integer ≥ 0 (absent means 0; it is
+ * clamped to `chunkSize - 1`).
+ * @throws ConfigError naming the offending parameter.
+ */
+export function validateChunkingConfig(
+  config: Pick<ChunkingConfig, "chunkSize" | "chunkOverlap"> & { minChunkSize?: number },
+): ChunkLimits {
+  const { chunkSize, chunkOverlap } = config;
+  const minChunkSize = config.minChunkSize ?? 0;
+  if (!Number.isInteger(chunkSize) || chunkSize < 1) {
+    throw new ConfigError(`chunkSize must be an integer >= 1 (got ${chunkSize})`);
+  }
+  if (!Number.isInteger(chunkOverlap) || chunkOverlap < 0) {
+    throw new ConfigError(`chunkOverlap must be an integer >= 0 (got ${chunkOverlap})`);
+  }
+  if (chunkOverlap >= chunkSize) {
+    throw new ConfigError(`chunkOverlap (${chunkOverlap}) must be smaller than chunkSize (${chunkSize})`);
+  }
+  if (!Number.isInteger(minChunkSize) || minChunkSize < 0) {
+    throw new ConfigError(`minChunkSize must be an integer >= 0 (got ${minChunkSize})`);
+  }
+  return { size: chunkSize, overlap: chunkOverlap, minSize: Math.min(minChunkSize, chunkSize - 1) };
+}
+
+/** Options for {@link makeChunk}. */
+export interface ChunkParts {
+  /** Context prepended to the body (heading path, email header). Empty means none. */
+  prefix?: string | undefined;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Builds a chunk whose body is `text.slice(span.start, span.end)`. `chunkIndex`
+ * and `totalChunks` are placeholders until {@link finalizeChunks} runs.
+ */
+export function makeChunk(text: string, span: Span, chunkType: ChunkType, parts: ChunkParts = {}): Chunk {
+  const body = text.slice(span.start, span.end);
+  const prefix = parts.prefix ? parts.prefix : undefined;
+  const chunk: Chunk = {
+    text: withContext(prefix, body),
+    start: span.start,
+    end: span.end,
+    chunkIndex: 0,
+    totalChunks: 0,
+    chunkType,
+    metadata: parts.metadata ?? {},
+  };
+  if (prefix) chunk.contextPrefix = prefix;
+  return chunk;
+}
+
+/** Orders chunks by `start` (then `end`) and fills in `chunkIndex` and `totalChunks`. */
+export function finalizeChunks(chunks: Chunk[]): Chunk[] {
+  const sorted = chunks
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => a.c.start - b.c.start || a.c.end - b.c.end || a.i - b.i)
+    .map((x) => x.c);
+  sorted.forEach((c, i) => {
+    c.chunkIndex = i;
+    c.totalChunks = sorted.length;
+  });
+  return sorted;
+}
+
+/**
+ * Body budget for a chunk that carries `prefix`: the whole chunk text
+ * (`prefix + "\n\n" + body`) should fit `size`, but the body always keeps at
+ * least half of `size` (the prefix is shortened instead, see {@link fitPrefix}).
+ */
+export function bodyBudget(size: number, prefix: string | undefined): number {
+  if (!prefix) return size;
+  return Math.max(size - prefix.length - CONTEXT_SEPARATOR.length, Math.ceil(size / 2));
+}
+
+/**
+ * Shortens `prefix` so that `prefix + "\n\n" + body` fits `size` characters:
+ * cut at a code point boundary and ending in `…`. Returns `undefined` when fewer
+ * than 4 characters would remain.
+ */
+export function fitPrefix(prefix: string | undefined, bodyLength: number, size: number): string | undefined {
+  if (!prefix) return undefined;
+  const room = size - bodyLength - CONTEXT_SEPARATOR.length;
+  if (prefix.length <= room) return prefix;
+  if (room < 4) return undefined;
+  let cut = room - 1;
+  if (!isCodePointBoundary(prefix, cut)) cut--;
+  return `${prefix.slice(0, cut).trimEnd()}…`;
+}
+
+/**
+ * Sets `pageStart`/`pageEnd` on each chunk from the document segments that carry
+ * a numeric `page` and overlap the chunk's span (a chunk lying in a gap between
+ * segments takes the page of the nearest segment before it). Documents without
+ * paged segments are left untouched.
+ */
+export function annotatePages(doc: ExtractedDocument, chunks: Chunk[]): Chunk[] {
+  const pages = (doc.segments ?? [])
+    .filter((s) => typeof s.metadata.page === "number")
+    .map((s) => ({ start: s.start, end: s.end, page: s.metadata.page as number }))
+    .sort((a, b) => a.start - b.start);
+  if (pages.length === 0) return chunks;
+  for (const c of chunks) {
+    let lo = Number.POSITIVE_INFINITY;
+    let hi = Number.NEGATIVE_INFINITY;
+    let before: number | undefined;
+    for (const p of pages) {
+      if (p.start >= c.end) break;
+      if (p.end > c.start) {
+        lo = Math.min(lo, p.page);
+        hi = Math.max(hi, p.page);
+      } else {
+        before = p.page;
+      }
+    }
+    if (lo === Number.POSITIVE_INFINITY) {
+      const page = before ?? pages[0]?.page;
+      if (page === undefined) continue;
+      lo = page;
+      hi = page;
+    }
+    c.metadata.pageStart = lo;
+    c.metadata.pageEnd = hi;
+  }
+  return chunks;
+}
+
+/** A strategy's core: chunks for one document, in any order, indices not yet set. */
+export type ChunkFn = (doc: ExtractedDocument, limits: ChunkLimits) => Chunk[];
+
+/**
+ * Wraps a strategy function as a {@link Chunker}: validates `config` now
+ * (so a bad configuration fails before any text is read), and on every call
+ * annotates pages and finalises indices.
+ * @throws ConfigError for invalid chunking parameters.
+ */
+export function defineChunker(
+  name: string,
+  config: Pick<ChunkingConfig, "chunkSize" | "chunkOverlap"> & { minChunkSize?: number },
+  fn: ChunkFn,
+): Chunker {
+  const limits = validateChunkingConfig(config);
+  return {
+    name,
+    chunk(doc: ExtractedDocument): Chunk[] {
+      return finalizeChunks(annotatePages(doc, fn(doc, limits)));
+    },
+  };
+}

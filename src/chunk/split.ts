@@ -1,0 +1,361 @@
+/**
+ * Cutting and packing primitives shared by the strategies:
+ * - {@link splitRange}: FIXED-style cutting of one range into spans of at most
+ *   `size` characters, at the best boundary available (paragraph break, sentence
+ *   end, line break, whitespace, then a grapheme/code-point boundary), with
+ *   optional overlap and short-tail rebalancing;
+ * - {@link paragraphSpans} / {@link lineSpans}: structural units;
+ * - {@link pack}: greedy grouping of consecutive units into spans within a budget.
+ *
+ * Units: offsets and sizes are UTF-16 code units of the document text.
+ */
+import { findBoundaries } from "./sentences.js";
+import {
+  isBlank,
+  isCodePointBoundary,
+  type Span,
+  skipBlankBackward,
+  skipBlankForward,
+  trimSpan,
+} from "./spans.js";
+
+/** `prose` prefers sentence ends; `lines` (code, tables, chat) prefers whole lines. */
+export type SplitMode = "prose" | "lines";
+
+/** Parameters of {@link splitRange}. All sizes in characters. */
+export interface SplitOptions {
+  /** Maximum span length (≥ 1). */
+  size: number;
+  /** Characters the next span starts before the previous one ended (< size). Default 0. */
+  overlap?: number;
+  /** A final span shorter than this is avoided by cutting the one before it earlier. Default 0. */
+  minSize?: number;
+  /** Boundary preference. Default `prose`. */
+  mode?: SplitMode;
+}
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+function isBreak(code: number): boolean {
+  return code === 10 || code === 13;
+}
+
+/** Largest grapheme-cluster boundary `b` with `lo < b ≤ pos`, or -1. */
+function graphemeBoundaryAtOrBefore(text: string, pos: number, lo: number): number {
+  if (pos >= text.length) return text.length > lo ? text.length : -1;
+  const from = Math.max(lo, pos - 64);
+  const slice = text.slice(from, Math.min(text.length, pos + 16));
+  let best = -1;
+  for (const { index } of graphemes.segment(slice)) {
+    const b = from + index;
+    if (b > pos) break;
+    if (b > lo && b > from && isCodePointBoundary(text, b)) best = b;
+  }
+  return best;
+}
+
+/** Smallest grapheme-cluster boundary `b ≥ pos` (and < `hi`), or `hi`. */
+function graphemeBoundaryAtOrAfter(text: string, pos: number, hi: number): number {
+  if (pos <= 0) return 0;
+  const from = Math.max(0, pos - 64);
+  const slice = text.slice(from, Math.min(text.length, hi));
+  for (const { index } of graphemes.segment(slice)) {
+    const b = from + index;
+    if (b >= pos && b > from && isCodePointBoundary(text, b)) return Math.min(b, hi);
+  }
+  return hi;
+}
+
+/**
+ * A cut in `(lower, limit]` that splits no surrogate pair and, where possible,
+ * no grapheme cluster. Only when `limit` itself sits inside a surrogate pair and
+ * `limit - 1 === lower` does it return `limit + 1` (one character over size).
+ */
+function hardCut(text: string, lower: number, limit: number): number {
+  const g = graphemeBoundaryAtOrBefore(text, limit, lower);
+  if (g > lower) return g;
+  for (let c = limit; c > lower; c--) if (isCodePointBoundary(text, c)) return c;
+  return Math.min(text.length, limit + 1);
+}
+
+/**
+ * A cut in `[lo, hi]` at a paragraph break (a line break followed by a blank
+ * line): the offset where the blank run after the paragraph text begins, or -1.
+ */
+function lastParagraphBreak(text: string, lo: number, hi: number): number {
+  for (let p = Math.min(hi, text.length - 1); p >= lo; p--) {
+    const c = text.charCodeAt(p);
+    if (!isBreak(c)) continue;
+    let q = c === 13 && text.charCodeAt(p + 1) === 10 ? p + 2 : p + 1;
+    while (q < text.length && (text.charCodeAt(q) === 32 || text.charCodeAt(q) === 9)) q++;
+    if (q < text.length && !isBreak(text.charCodeAt(q))) continue;
+    const r = skipBlankBackward(text, p, lo);
+    return r > lo ? r : p;
+  }
+  return -1;
+}
+
+/** Last offset `p` in `[lo, hi]` with a line-break character. */
+function lastLineBreak(text: string, lo: number, hi: number): number {
+  for (let p = Math.min(hi, text.length - 1); p >= lo; p--) if (isBreak(text.charCodeAt(p))) return p;
+  return -1;
+}
+
+/** Last offset `p` in `[lo, hi]` holding a blank character. */
+function lastBlank(text: string, lo: number, hi: number): number {
+  for (let p = Math.min(hi, text.length - 1); p >= lo; p--) if (isBlank(text.charCodeAt(p))) return p;
+  return -1;
+}
+
+/** Last sentence end in `[lo, hi]`. */
+function lastSentenceEnd(text: string, lo: number, hi: number): number {
+  let best = -1;
+  for (const b of findBoundaries(text, lo, hi)) if (b.kind === "sentence" && b.offset >= lo) best = b.offset;
+  return best;
+}
+
+type Finder = (text: string, lo: number, hi: number) => number;
+
+const TIERS: Record<SplitMode, Finder[]> = {
+  prose: [lastParagraphBreak, lastSentenceEnd, lastLineBreak, lastBlank],
+  lines: [lastParagraphBreak, lastLineBreak, lastBlank],
+};
+
+/**
+ * Chooses a cut `c` with `lower < c ≤ limit` for a span starting at `s`:
+ * the strongest boundary in the back half of the window, else the strongest
+ * anywhere in it, else a hard cut at a grapheme boundary.
+ */
+function findCut(
+  text: string,
+  s: number,
+  lower: number,
+  limit: number,
+  mode: SplitMode,
+  strict: boolean,
+): number {
+  const tiers = TIERS[mode];
+  const fill = Math.max(lower + 1, s + Math.ceil((limit - s) / 2));
+  for (const find of tiers) {
+    const c = find(text, fill, limit);
+    if (c > lower) return c;
+  }
+  if (strict) return -1;
+  for (const find of tiers) {
+    const c = find(text, lower + 1, limit);
+    if (c > lower) return c;
+  }
+  return hardCut(text, lower, limit);
+}
+
+/**
+ * The start of the next span when overlapping: about `overlap` characters before
+ * `cut`, moved forward to the first sentence start, else word start, else
+ * grapheme boundary in that region. Returns `cut` when no overlap is possible.
+ */
+function overlapStart(text: string, s: number, cut: number, overlap: number): number {
+  if (overlap <= 0) return cut;
+  const from = Math.max(cut - overlap, s + 1);
+  if (from >= cut) return cut;
+  for (const b of findBoundaries(text, from - 1, cut)) {
+    if (b.kind !== "sentence" || b.offset < from) continue;
+    const p = skipBlankForward(text, b.offset, cut);
+    if (p < cut) return p;
+  }
+  for (let p = from; p < cut; p++) {
+    if (!isBlank(text.charCodeAt(p)) && isBlank(text.charCodeAt(p - 1))) return p;
+  }
+  const g = graphemeBoundaryAtOrAfter(text, from, cut);
+  return g < cut ? skipBlankForward(text, g, cut) : cut;
+}
+
+/**
+ * Cuts `text.slice(start, end)` into spans of at most `size` characters.
+ *
+ * Each span is as long as possible; its end is moved back to the strongest
+ * boundary (paragraph break, then — in `prose` mode — sentence end, then line
+ * break, then whitespace; boundaries in the back half of the window win), and
+ * only if none exists it is cut at a grapheme-cluster (never inside a surrogate
+ * pair) boundary. Spans are trimmed of blank edges; blank ranges yield nothing.
+ * With `overlap`, each span starts about `overlap` characters before the
+ * previous end, snapped forward to a sentence or word start; every span still
+ * ends beyond the previous one, so progress is guaranteed and no span is
+ * contained in its predecessor. With `minSize`, the second-to-last cut moves
+ * earlier (to a boundary) so that the final span is not shorter than `minSize`.
+ *
+ * Exception: a span can exceed `size` by one unit only when `size` is 1 and a
+ * surrogate pair must be kept whole.
+ */
+export function splitRange(text: string, start: number, end: number, opts: SplitOptions): Span[] {
+  const size = Math.max(1, Math.floor(opts.size));
+  const overlap = Math.max(0, Math.min(opts.overlap ?? 0, size - 1));
+  const minSize = Math.max(0, opts.minSize ?? 0);
+  const mode = opts.mode ?? "prose";
+  const out: Span[] = [];
+  const range = trimSpan(text, start, end);
+  if (!range) return out;
+  const e = range.end;
+  let s = range.start;
+  let lower = s; // every cut must be > lower
+  while (s < e) {
+    if (e - s <= size) {
+      out.push({ start: s, end: e });
+      break;
+    }
+    const limit = s + size;
+    let cut = -1;
+    if (minSize > 0 && e - limit < minSize) {
+      const target = s + Math.max(e - s - minSize, Math.ceil((e - s) / 2));
+      if (target > lower && target < limit) cut = findCut(text, s, lower, target, mode, true);
+    }
+    if (cut <= lower) cut = findCut(text, s, lower, limit, mode, false);
+    const spanEnd = skipBlankBackward(text, cut, s);
+    if (spanEnd > s) out.push({ start: s, end: spanEnd });
+    lower = skipBlankForward(text, cut, e);
+    if (lower >= e) break;
+    let next = overlapStart(text, s, cut, overlap);
+    if (next >= cut || next <= s) next = cut;
+    next = skipBlankForward(text, next, e);
+    // The window from `next` must reach past `lower` (room for one code point).
+    if (next + size < lower + 2) next = lower;
+    s = next;
+  }
+  return out;
+}
+
+/** Maximal runs of non-blank lines in `[start, end)` (separated by blank lines; CRLF aware), trimmed. */
+export function paragraphSpans(text: string, start = 0, end: number = text.length): Span[] {
+  const out: Span[] = [];
+  let paraStart = -1;
+  let p = start;
+  while (p < end) {
+    let q = p;
+    while (q < end && !isBreak(text.charCodeAt(q))) q++;
+    const blank = skipBlankForward(text, p, q) >= q;
+    if (blank) {
+      if (paraStart >= 0) {
+        const t = trimSpan(text, paraStart, p);
+        if (t) out.push(t);
+        paraStart = -1;
+      }
+    } else if (paraStart < 0) {
+      paraStart = p;
+    }
+    p = q < end && text.charCodeAt(q) === 13 && text.charCodeAt(q + 1) === 10 ? q + 2 : q + 1;
+  }
+  if (paraStart >= 0) {
+    const t = trimSpan(text, paraStart, end);
+    if (t) out.push(t);
+  }
+  return out;
+}
+
+/** A line of text: `[start, end)` is its content without the line break; `next` starts the next line. */
+export interface Line extends Span {
+  next: number;
+}
+
+/** Splits `[start, end)` into lines (`\n`, `\r\n` or `\r` breaks). The last line may be empty. */
+export function lineSpans(text: string, start = 0, end: number = text.length): Line[] {
+  const out: Line[] = [];
+  let p = start;
+  while (p < end) {
+    let q = p;
+    while (q < end && !isBreak(text.charCodeAt(q))) q++;
+    const next = q < end && text.charCodeAt(q) === 13 && text.charCodeAt(q + 1) === 10 ? q + 2 : q + 1;
+    out.push({ start: p, end: q, next: Math.min(next, end) });
+    p = next;
+  }
+  return out;
+}
+
+/** A piece of an oversized unit, optionally with its own context prefix. */
+export interface Piece extends Span {
+  /** Context prefix for this piece (e.g. a repeated table header), overriding the default. */
+  prefix?: string;
+}
+
+/** A group made by {@link pack}: its span and the units it covers. */
+export interface Group<U> extends Piece {
+  units: U[];
+  /** True when this span is a piece of a unit too large for the budget. */
+  piece?: boolean;
+}
+
+/** Callbacks for {@link pack}. */
+export interface PackOptions<U extends Span> {
+  /**
+   * Cuts an oversized unit; `leadStart` (≤ `unit.start`) is where the first piece
+   * should begin when the preceding group was carried into it.
+   */
+  split: (unit: U, leadStart: number) => Piece[];
+  /** Extra condition to add `next` to the current group (size is checked already). Default: always. */
+  join?: (group: readonly U[], next: U) => boolean;
+  /** Whether the current group should be carried into the split of an oversized `next`. Default: never. */
+  carry?: (group: readonly U[], next: U) => boolean;
+  /**
+   * Let the last piece of a split unit (when it has no prefix of its own) start
+   * the next group, so following small units can join it. Default false.
+   */
+  resume?: boolean;
+}
+
+/**
+ * Greedily groups consecutive units while the group's span (first start to last
+ * end) stays within `budget` characters and `join` allows it. A unit larger than
+ * the budget is cut by `split`; its pieces become groups of their own (with
+ * `carry`, the preceding group is cut together with it; with `resume`, its last
+ * piece may absorb following units).
+ */
+export function pack<U extends Span>(units: readonly U[], budget: number, opts: PackOptions<U>): Group<U>[] {
+  const groups: Group<U>[] = [];
+  let cur: U[] = [];
+  const flush = (): void => {
+    const first = cur[0];
+    const last = cur[cur.length - 1];
+    if (first && last) groups.push({ start: first.start, end: last.end, units: cur });
+    cur = [];
+  };
+  for (const u of units) {
+    if (u.end - u.start > budget) {
+      let lead = u.start;
+      let carried: U[] = [];
+      const first = cur[0];
+      if (first && opts.carry?.(cur, u)) {
+        lead = first.start;
+        carried = cur;
+        cur = [];
+      } else {
+        flush();
+      }
+      const pieces = opts.split(u, lead);
+      const tail = pieces[pieces.length - 1];
+      const resume =
+        opts.resume && tail && tail.prefix === undefined && tail.start >= u.start ? tail : undefined;
+      for (const piece of resume ? pieces.slice(0, -1) : pieces) {
+        const units = piece.start < u.start ? [...carried, u] : [u];
+        groups.push({ ...piece, units, piece: true });
+      }
+      if (resume) cur = [{ ...u, start: resume.start, end: resume.end }];
+      continue;
+    }
+    const first = cur[0];
+    if (first && (u.end - first.start > budget || (opts.join && !opts.join(cur, u)))) flush();
+    cur.push(u);
+  }
+  flush();
+  return groups;
+}
+
+/**
+ * Merges the last group into the one before it when it is shorter than
+ * `minSize` and the merged span fits `budget`. Never drops text.
+ */
+export function mergeShortTail<U>(groups: Group<U>[], budget: number, minSize: number): Group<U>[] {
+  const last = groups[groups.length - 1];
+  const prev = groups[groups.length - 2];
+  if (!last || !prev || minSize <= 0) return groups;
+  if (last.end - last.start >= minSize || last.end - prev.start > budget) return groups;
+  const merged: Group<U> = { start: prev.start, end: last.end, units: [...prev.units, ...last.units] };
+  return [...groups.slice(0, -2), merged];
+}

@@ -1,0 +1,96 @@
+import cliProgress from "cli-progress";
+import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
+import type { SearchResponse } from "../knowledge-layer.js";
+import type { KbCounts, KbRecord } from "../store/catalog.js";
+
+/** Renders ingest progress as a bar on stderr (only when `enabled`, i.e. on a TTY). */
+export class ProgressReporter {
+  private bar: cliProgress.SingleBar | undefined;
+  private label = "";
+
+  constructor(private readonly enabled: boolean) {}
+
+  /** Handles a progress event from ingest or evaluation. */
+  update(event: IngestProgress | { phase: "query"; mode: string; done: number; total: number }): void {
+    if (!this.enabled) return;
+    if (event.phase === "discovered") {
+      this.start("ingest", event.total);
+    } else if (event.phase === "source") {
+      if (!this.bar) this.start("ingest", event.total);
+      this.bar?.update(event.done, { item: shorten(event.path) });
+    } else if (event.phase === "query") {
+      const label = `eval ${event.mode}`;
+      if (this.label !== label) this.start(label, event.total);
+      this.bar?.update(event.done, { item: "" });
+    }
+  }
+
+  /** Stops and clears the bar. Safe to call twice. */
+  stop(): void {
+    this.bar?.stop();
+    this.bar = undefined;
+    this.label = "";
+  }
+
+  private start(label: string, total: number): void {
+    this.stop();
+    this.label = label;
+    this.bar = new cliProgress.SingleBar(
+      {
+        format: `${label} [{bar}] {value}/{total} {percentage}% eta {eta_formatted} {item}`,
+        stream: process.stderr,
+        clearOnComplete: true,
+        hideCursor: true,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+    this.bar.start(total, 0, { item: "" });
+  }
+}
+
+function shorten(path: string, max = 40): string {
+  return path.length <= max ? path : `…${path.slice(-(max - 1))}`;
+}
+
+/** Human-readable ingest summary. */
+export function formatIngestSummary(s: IngestSummary): string {
+  const lines = [
+    `kb "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ` +
+      `${s.errors.length} errors, ${s.skipped.length} skipped`,
+    `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached; ${(s.durationMs / 1000).toFixed(1)} s`,
+  ];
+  for (const e of s.errors) lines.push(`  error   ${e.path}: ${e.reason}`);
+  for (const e of s.skipped.slice(0, 20)) lines.push(`  skipped ${e.path}: ${e.reason}`);
+  if (s.skipped.length > 20) lines.push(`  … and ${s.skipped.length - 20} more skipped`);
+  return lines.join("\n");
+}
+
+/** Human-readable search results with attribution. */
+export function formatSearchResults(r: SearchResponse): string {
+  if (r.results.length === 0) return `no results for "${r.query}" in ${r.kbs.join(", ")} (${r.mode})`;
+  const out: string[] = [];
+  for (const x of r.results) {
+    const parts = Object.entries(x.scores).map(([k, v]) => `${k} ${v.toFixed(k === "fused" ? 4 : 3)}`);
+    out.push(`${x.rank}. [${x.score.toFixed(4)}] ${x.citation}${r.kbs.length > 1 ? `  (kb ${x.kb})` : ""}`);
+    out.push(`   ${x.source.title ? `${x.source.title} · ` : ""}${x.source.type} · ${parts.join(", ")}`);
+    const snippet = x.text.replace(/\s+/g, " ").trim();
+    out.push(`   ${snippet.length > 300 ? `${snippet.slice(0, 300)}…` : snippet}`);
+    out.push("");
+  }
+  out.push(`${r.results.length} results, ${r.mode}, ${r.tookMs} ms`);
+  return out.join("\n");
+}
+
+/** Human-readable knowledge base description. */
+export function formatKb(kb: KbRecord, counts: KbCounts): string {
+  const c = kb.config;
+  return [
+    `name:       ${kb.name}`,
+    `created:    ${kb.createdAt}`,
+    `documents:  ${counts.documents} (${counts.embeddedDocuments} with vectors), chunks: ${counts.chunks}`,
+    `chunking:   ${c.chunking.strategy}, size ${c.chunking.chunkSize}, overlap ${c.chunking.chunkOverlap}, min ${c.chunking.minChunkSize} (characters)`,
+    `embedding:  ${c.embedding.provider}:${c.embedding.model}, batch ${c.embedding.batchSize}`,
+    `store:      ${c.vectorStore.type}`,
+    `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK}, keyword top-k ${c.retrieval.keywordTopK}, RRF k ${c.retrieval.rrfK}, min score ${c.retrieval.minScore}, dedup ≥ ${c.retrieval.dedupThreshold}`,
+  ].join("\n");
+}

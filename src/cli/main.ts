@@ -1,0 +1,257 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError, Option } from "commander";
+import {
+  CHUNKING_STRATEGIES,
+  type ChunkingStrategy,
+  RETRIEVAL_MODES,
+  type RetrievalMode,
+} from "../config.js";
+import { KnowledgeLayerError } from "../errors.js";
+import { evaluateBeir } from "../eval/beir.js";
+import { KnowledgeLayer } from "../knowledge-layer.js";
+import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
+import { formatIngestSummary, formatKb, formatSearchResults, ProgressReporter } from "./format.js";
+
+const VERSION = "0.1.0";
+
+const int =
+  (name: string, min = 1) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min)
+      throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+function parseModes(value: string): RetrievalMode[] {
+  const modes = value.split(",").map((m) => m.trim());
+  for (const m of modes) {
+    if (!RETRIEVAL_MODES.includes(m as RetrievalMode)) {
+      throw new InvalidArgumentError(`unknown mode "${m}"; use ${RETRIEVAL_MODES.join(", ")}`);
+    }
+  }
+  return modes as RetrievalMode[];
+}
+
+function open(command: Command): KnowledgeLayer {
+  const opts = command.optsWithGlobals() as { dataDir?: string };
+  return KnowledgeLayer.open({ dataDir: opts.dataDir });
+}
+
+async function withKl<T>(command: Command, fn: (kl: KnowledgeLayer) => Promise<T> | T): Promise<T> {
+  const kl = open(command);
+  try {
+    return await fn(kl);
+  } finally {
+    kl.close();
+  }
+}
+
+const program = new Command()
+  .name("kl")
+  .description("knowledge-layer: ingest documents into knowledge bases and retrieve attributed passages")
+  .version(VERSION)
+  .option("--data-dir <dir>", "data directory (default: $KL_HOME or ./.kl)")
+  .showHelpAfterError();
+
+const kb = program.command("kb").description("manage knowledge bases");
+
+kb.command("create")
+  .argument("<name>", "knowledge base name")
+  .description("create a knowledge base with its own chunking, embedding and retrieval settings")
+  .addOption(new Option("--strategy <strategy>", "chunking strategy").choices([...CHUNKING_STRATEGIES]))
+  .option("--chunk-size <chars>", "target chunk size in characters (default 1500)", int("--chunk-size"))
+  .option(
+    "--chunk-overlap <chars>",
+    "overlap between chunks in characters (default 150)",
+    int("--chunk-overlap", 0),
+  )
+  .option(
+    "--min-chunk-size <chars>",
+    "minimum chunk size in characters (default 500)",
+    int("--min-chunk-size", 0),
+  )
+  .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
+  .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
+  .option("--top-k <n>", "results returned by default (default 5)", int("--top-k"))
+  .addOption(
+    new Option("--analyzer <name>", "BM25 analyzer (default english: stop words + Porter stemming)").choices([
+      ...ANALYZERS,
+    ]),
+  )
+  .option("--json", "print the configuration as JSON")
+  .action(async (name: string, o, command: Command) => {
+    await withKl(command, (kl) => {
+      const record = kl.createKb(name, {
+        chunking: {
+          strategy: o.strategy as ChunkingStrategy | undefined,
+          chunkSize: o.chunkSize,
+          chunkOverlap: o.chunkOverlap,
+          minChunkSize: o.minChunkSize,
+        },
+        embedding: { model: o.embeddingModel },
+        retrieval: {
+          mode: o.mode as RetrievalMode | undefined,
+          topK: o.topK,
+          analyzer: o.analyzer as Analyzer | undefined,
+        },
+      });
+      if (o.json) console.log(JSON.stringify(record.config, null, 2));
+      else console.log(`created knowledge base "${name}"\n${formatKb(record, kl.counts(name))}`);
+    });
+  });
+
+kb.command("list")
+  .description("list knowledge bases with document and chunk counts")
+  .option("--json", "print JSON")
+  .action(async (o, command: Command) => {
+    await withKl(command, (kl) => {
+      const kbs = kl.listKbs();
+      if (o.json) {
+        console.log(
+          JSON.stringify(
+            kbs.map((k) => ({ name: k.name, createdAt: k.createdAt, ...k.counts, config: k.config })),
+            null,
+            2,
+          ),
+        );
+        return;
+      }
+      for (const k of kbs) {
+        const c = k.config.chunking;
+        console.log(
+          `${k.name.padEnd(20)} ${String(k.counts.documents).padStart(6)} docs ${String(k.counts.chunks).padStart(7)} chunks  ${c.strategy}/${c.chunkSize}  ${k.config.embedding.provider}:${k.config.embedding.model}  ${k.config.retrieval.mode}`,
+        );
+      }
+    });
+  });
+
+kb.command("show")
+  .argument("[name]", "knowledge base name", "default")
+  .description("show a knowledge base's configuration and counts")
+  .option("--json", "print JSON")
+  .action(async (name: string, o, command: Command) => {
+    await withKl(command, (kl) => {
+      const record = kl.getKb(name);
+      const counts = kl.counts(name);
+      if (o.json) console.log(JSON.stringify({ ...record, counts }, null, 2));
+      else console.log(formatKb(record, counts));
+    });
+  });
+
+program
+  .command("ingest")
+  .argument(
+    "<paths...>",
+    "files and folders (Markdown, text, HTML, PDF, .eml, Slack export folders, source code)",
+  )
+  .description("extract, chunk, embed and store documents; unchanged files are skipped")
+  .option("--kb <name>", "knowledge base", "default")
+  .option("--no-embed", "index for keyword search only (no vectors)")
+  .option("--json", "print the summary as JSON")
+  .action(async (paths: string[], o, command: Command) => {
+    await withKl(command, async (kl) => {
+      const progress = new ProgressReporter(Boolean(process.stderr.isTTY) && !o.json);
+      try {
+        const summary = await kl.ingest(paths, {
+          kb: o.kb,
+          embed: o.embed,
+          onProgress: (e) => progress.update(e),
+        });
+        progress.stop();
+        if (o.json) console.log(JSON.stringify(summary, null, 2));
+        else console.log(formatIngestSummary(summary));
+        if (summary.errors.length > 0 && summary.added + summary.updated + summary.unchanged === 0)
+          process.exitCode = 1;
+      } finally {
+        progress.stop();
+      }
+    });
+  });
+
+program
+  .command("search")
+  .argument("<query>", "question or keywords")
+  .description("retrieve ranked, attributed passages")
+  .option("--kb <name>", "knowledge base (repeat to search several)", collect, [])
+  .option("-k, --top-k <n>", "number of results", int("--top-k"))
+  .addOption(
+    new Option("--mode <mode>", "vector, keyword or hybrid (default from the KB: hybrid)").choices([
+      ...RETRIEVAL_MODES,
+    ]),
+  )
+  .option("--json", "print the stable JSON shape (see README)")
+  .action(async (query: string, o, command: Command) => {
+    await withKl(command, async (kl) => {
+      const response = await kl.search(query, {
+        kbs: o.kb,
+        topK: o.topK,
+        mode: o.mode as RetrievalMode | undefined,
+      });
+      if (o.json) console.log(JSON.stringify(response, null, 2));
+      else console.log(formatSearchResults(response));
+    });
+  });
+
+const evalCmd = program.command("eval").description("evaluate retrieval quality");
+evalCmd
+  .command("beir")
+  .argument("<dir>", "BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/test.tsv")
+  .description("run a BEIR benchmark through ingest and search; print nDCG@10, Recall@100, MRR@10 per mode")
+  .option("--mode <modes>", "comma-separated modes", parseModes, [
+    "keyword",
+    "vector",
+    "hybrid",
+  ] as RetrievalMode[])
+  .option("--kb <name>", "knowledge base to use (default beir-<dataset>)")
+  .option("--chunk-size <chars>", "chunk size of a newly created KB (default 10000)", int("--chunk-size"))
+  .addOption(
+    new Option("--analyzer <name>", "BM25 analyzer of a newly created KB (default english)").choices([
+      ...ANALYZERS,
+    ]),
+  )
+  .option("--limit <n>", "evaluate only the first n queries", int("--limit"))
+  .option("--json", "print JSON")
+  .action(async (dir: string, o, command: Command) => {
+    await withKl(command, async (kl) => {
+      const progress = new ProgressReporter(Boolean(process.stderr.isTTY) && !o.json);
+      const report = await evaluateBeir(kl, dir, {
+        modes: o.mode,
+        kb: o.kb,
+        chunkSize: o.chunkSize,
+        limit: o.limit,
+        analyzer: o.analyzer as Analyzer | undefined,
+        onProgress: (e) => progress.update(e),
+      });
+      progress.stop();
+      if (o.json) {
+        console.log(JSON.stringify(report, null, 2));
+        return;
+      }
+      const ing = report.ingest[0];
+      if (ing) {
+        console.log(
+          `ingest: ${report.documents} documents, ${ing.added + ing.updated} (re)indexed, ${ing.unchanged} unchanged, ` +
+            `${ing.embedded.computed} embedded, ${ing.embedded.cached} from cache, ${(ing.durationMs / 1000).toFixed(1)} s`,
+        );
+      }
+      console.log(`dataset ${report.dataset} (kb ${report.kb})`);
+      console.log("mode      queries  nDCG@10  Recall@100  MRR@10  ms/query");
+      for (const r of report.results) {
+        console.log(
+          `${r.mode.padEnd(9)} ${String(r.queries).padStart(7)}  ${r.ndcg10.toFixed(4)}  ${r.recall100.toFixed(4).padStart(10)}  ${r.mrr10.toFixed(4)}  ${r.msPerQuery.toFixed(1).padStart(8)}`,
+        );
+      }
+    });
+  });
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  if (error instanceof KnowledgeLayerError) {
+    console.error(`kl: ${error.message}`);
+  } else {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  }
+  process.exitCode = 1;
+});

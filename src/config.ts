@@ -1,0 +1,162 @@
+import { ConfigError } from "./errors.js";
+import { ANALYZERS, type Analyzer } from "./retrieve/tokenizer.js";
+
+/** Chunking strategies. `auto` picks one per source type (see `chunk/index.ts`). */
+export type ChunkingStrategy = "auto" | "fixed" | "semantic" | "document" | "email" | "slack" | "code";
+
+export const CHUNKING_STRATEGIES: readonly ChunkingStrategy[] = [
+  "auto",
+  "fixed",
+  "semantic",
+  "document",
+  "email",
+  "slack",
+  "code",
+];
+
+/** Chunking parameters. All sizes are in characters (UTF-16 code units). */
+export interface ChunkingConfig {
+  strategy: ChunkingStrategy;
+  /** Target maximum body size of a chunk. Default 1,500. */
+  chunkSize: number;
+  /** Characters shared by consecutive chunks (FIXED). Default 150; must be < chunkSize. */
+  chunkOverlap: number;
+  /** A tail shorter than this merges into its neighbour when the result fits. Default 500. */
+  minChunkSize: number;
+}
+
+/** Embedding provider settings. */
+export interface EmbeddingConfig {
+  /** Provider name; `bundled` is the offline Universal Sentence Encoder lite. */
+  provider: "bundled";
+  /** Model id within the provider. */
+  model: string;
+  /** Texts per embedding call. Default 32. */
+  batchSize: number;
+}
+
+/** Vector store settings. `sqlite` is the embedded default in the data directory. */
+export interface VectorStoreConfig {
+  type: "sqlite";
+}
+
+/** Retrieval modes available to `search`. */
+export type RetrievalMode = "vector" | "keyword" | "hybrid";
+
+export const RETRIEVAL_MODES: readonly RetrievalMode[] = ["vector", "keyword", "hybrid"];
+
+/** Retrieval settings. */
+export interface RetrievalConfig {
+  mode: RetrievalMode;
+  /** Candidates taken from the vector index (cosine). Default 20. */
+  vectorTopK: number;
+  /** Candidates taken from the BM25 index. Default 20. */
+  keywordTopK: number;
+  /** Reciprocal rank fusion constant k (Cormack et al. 2009). Default 60. */
+  rrfK: number;
+  /** Results returned. Default 5. */
+  topK: number;
+  /** Minimum cosine similarity for vector candidates, in [-1, 1]. Default 0 (0 means 0). */
+  minScore: number;
+  /** Jaccard similarity of token sets at or above which a result is a near-duplicate. Default 0.9. */
+  dedupThreshold: number;
+  /** BM25 parameters (Robertson & Zaragoza 2009). Defaults k1 1.2, b 0.75. */
+  bm25K1: number;
+  bm25B: number;
+  /** BM25 analyzer: `english` (stop words + Porter stemming, default) or `standard`. Fixed at index time. */
+  analyzer: Analyzer;
+}
+
+/** The whole configuration of one knowledge base, stored with it. */
+export interface KnowledgeBaseConfig {
+  name: string;
+  chunking: ChunkingConfig;
+  embedding: EmbeddingConfig;
+  vectorStore: VectorStoreConfig;
+  retrieval: RetrievalConfig;
+}
+
+/** Name of the knowledge base used when none is given. It exists implicitly. */
+export const DEFAULT_KB = "default";
+
+/** Returns the default configuration for a knowledge base called `name`. */
+export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig {
+  return {
+    name,
+    chunking: { strategy: "auto", chunkSize: 1500, chunkOverlap: 150, minChunkSize: 500 },
+    embedding: { provider: "bundled", model: "use-lite", batchSize: 32 },
+    vectorStore: { type: "sqlite" },
+    retrieval: {
+      mode: "hybrid",
+      vectorTopK: 20,
+      keywordTopK: 20,
+      rrfK: 60,
+      topK: 5,
+      minScore: 0,
+      dedupThreshold: 0.9,
+      bm25K1: 1.2,
+      bm25B: 0.75,
+      analyzer: "english",
+    },
+  };
+}
+
+const KB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/**
+ * Validates a knowledge base configuration.
+ * @throws ConfigError naming the first invalid field and why.
+ */
+export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConfig {
+  const fail = (field: string, problem: string): never => {
+    throw new ConfigError(`knowledge base "${config.name}": ${field} ${problem}`);
+  };
+  if (!KB_NAME.test(config.name)) {
+    throw new ConfigError(
+      `invalid knowledge base name "${config.name}": use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit`,
+    );
+  }
+  const c = config.chunking;
+  if (!CHUNKING_STRATEGIES.includes(c.strategy)) {
+    fail("chunking.strategy", `must be one of ${CHUNKING_STRATEGIES.join(", ")} (got "${c.strategy}")`);
+  }
+  checkInt(c.chunkSize, "chunking.chunkSize", 1, fail);
+  checkInt(c.chunkOverlap, "chunking.chunkOverlap", 0, fail);
+  checkInt(c.minChunkSize, "chunking.minChunkSize", 0, fail);
+  if (c.chunkOverlap >= c.chunkSize) {
+    fail(
+      "chunking.chunkOverlap",
+      `(${c.chunkOverlap}) must be smaller than chunking.chunkSize (${c.chunkSize})`,
+    );
+  }
+  if (config.embedding.provider !== "bundled") {
+    fail("embedding.provider", `"${config.embedding.provider}" is not available; use "bundled"`);
+  }
+  checkInt(config.embedding.batchSize, "embedding.batchSize", 1, fail);
+  if (config.vectorStore.type !== "sqlite") {
+    fail("vectorStore.type", `"${config.vectorStore.type}" is not available; use "sqlite"`);
+  }
+  const r = config.retrieval;
+  if (!RETRIEVAL_MODES.includes(r.mode)) {
+    fail("retrieval.mode", `must be one of ${RETRIEVAL_MODES.join(", ")} (got "${r.mode}")`);
+  }
+  checkInt(r.vectorTopK, "retrieval.vectorTopK", 1, fail);
+  checkInt(r.keywordTopK, "retrieval.keywordTopK", 1, fail);
+  checkInt(r.topK, "retrieval.topK", 1, fail);
+  if (!(r.rrfK >= 0)) fail("retrieval.rrfK", `must be >= 0 (got ${r.rrfK})`);
+  if (!(r.minScore >= -1 && r.minScore <= 1))
+    fail("retrieval.minScore", `must be in [-1, 1] (got ${r.minScore})`);
+  if (!(r.dedupThreshold > 0 && r.dedupThreshold <= 1)) {
+    fail("retrieval.dedupThreshold", `must be in (0, 1] (got ${r.dedupThreshold})`);
+  }
+  if (!(r.bm25K1 >= 0)) fail("retrieval.bm25K1", `must be >= 0 (got ${r.bm25K1})`);
+  if (!(r.bm25B >= 0 && r.bm25B <= 1)) fail("retrieval.bm25B", `must be in [0, 1] (got ${r.bm25B})`);
+  if (!ANALYZERS.includes(r.analyzer)) {
+    fail("retrieval.analyzer", `must be one of ${ANALYZERS.join(", ")} (got "${r.analyzer}")`);
+  }
+  return config;
+}
+
+function checkInt(value: number, field: string, min: number, fail: (f: string, p: string) => never): void {
+  if (!Number.isInteger(value) || value < min) fail(field, `must be an integer >= ${min} (got ${value})`);
+}

@@ -1,0 +1,31 @@
+/**
+ * Error raised for invalid user input or configuration: a bad parameter, an
+ * unknown knowledge base, an unreadable file. The message names the input and
+ * the problem; the CLI prints it without a stack trace.
+ */
+export class KnowledgeLayerError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "KnowledgeLayerError";
+  }
+}
+
+/** Raised when a configuration value is out of range or inconsistent. */
+export class ConfigError extends KnowledgeLayerError {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** Raised when a file cannot be parsed into text. `path` names the file. */
+export class ExtractionError extends KnowledgeLayerError {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${path}: ${reason}`, options);
+    this.name = "ExtractionError";
+  }
+}

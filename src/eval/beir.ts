@@ -1,0 +1,177 @@
+import { existsSync, readFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import type { RetrievalMode } from "../config.js";
+import { KnowledgeLayerError } from "../errors.js";
+import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
+import type { KnowledgeLayer } from "../knowledge-layer.js";
+import type { Analyzer } from "../retrieve/tokenizer.js";
+import type { ExtractedDocument } from "../types.js";
+import { mrrAtK, ndcgAtK, type Qrels, recallAtK } from "./metrics.js";
+
+/** A BEIR-layout data set loaded in memory. */
+export interface BeirDataset {
+  name: string;
+  corpus: { id: string; title: string; text: string }[];
+  queries: Map<string, string>;
+  /** query id → (doc id → relevance), for the chosen split. */
+  qrels: Map<string, Map<string, number>>;
+}
+
+/** Scores of one retrieval mode, averaged over the judged queries. */
+export interface BeirModeResult {
+  mode: RetrievalMode;
+  queries: number;
+  ndcg10: number;
+  recall100: number;
+  mrr10: number;
+  /** Mean search latency per query (ms), including query embedding. */
+  msPerQuery: number;
+}
+
+/** Full evaluation report. */
+export interface BeirReport {
+  dataset: string;
+  kb: string;
+  documents: number;
+  ingest: IngestSummary[];
+  results: BeirModeResult[];
+}
+
+/**
+ * Loads `corpus.jsonl`, `queries.jsonl` and `qrels/<split>.tsv` from a BEIR
+ * folder. @throws KnowledgeLayerError naming a missing file or bad line.
+ */
+export function loadBeir(dir: string, split = "test"): BeirDataset {
+  const root = resolve(dir);
+  const need = (file: string): string => {
+    const p = join(root, file);
+    if (!existsSync(p))
+      throw new KnowledgeLayerError(
+        `${p}: not found (expected BEIR layout: corpus.jsonl, queries.jsonl, qrels/${split}.tsv)`,
+      );
+    return p;
+  };
+  const jsonl = (file: string): Record<string, unknown>[] =>
+    readFileSync(need(file), "utf8")
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l, i) => {
+        try {
+          return JSON.parse(l) as Record<string, unknown>;
+        } catch {
+          throw new KnowledgeLayerError(`${join(root, file)}:${i + 1}: invalid JSON`);
+        }
+      });
+  const corpus = jsonl("corpus.jsonl").map((o) => ({
+    id: String(o._id),
+    title: typeof o.title === "string" ? o.title : "",
+    text: typeof o.text === "string" ? o.text : "",
+  }));
+  const queries = new Map(jsonl("queries.jsonl").map((o) => [String(o._id), String(o.text ?? "")]));
+  const qrels = new Map<string, Map<string, number>>();
+  const lines = readFileSync(need(`qrels/${split}.tsv`), "utf8").split("\n");
+  for (const line of lines.slice(1)) {
+    const [q, d, s] = line.trim().split("\t");
+    if (!q || !d || s === undefined) continue;
+    const m = qrels.get(q) ?? new Map<string, number>();
+    m.set(d, Number(s));
+    qrels.set(q, m);
+  }
+  return { name: basename(root), corpus, queries, qrels };
+}
+
+/** URI under which a BEIR document is stored. */
+export function beirUri(dataset: string, docId: string): string {
+  return `beir:${dataset}/${docId}`;
+}
+
+/** Options for {@link evaluateBeir}. */
+export interface BeirOptions {
+  modes: RetrievalMode[];
+  /** Knowledge base to ingest into; created when missing. Default `beir-<name>`. */
+  kb?: string;
+  /** Chunk size (characters) of a created KB. Default 10,000 (SciFact abstracts stay whole). */
+  chunkSize?: number;
+  /** BM25 analyzer of a created KB (default `english`). */
+  analyzer?: Analyzer;
+  /** Evaluate only the first n judged queries. */
+  limit?: number;
+  onProgress?: (
+    event: IngestProgress | { phase: "query"; mode: RetrievalMode; done: number; total: number },
+  ) => void;
+}
+
+/**
+ * Runs a BEIR benchmark through the real ingest and search path: the corpus is
+ * ingested as documents (title + blank line + text) into a knowledge base
+ * (vectors only when a mode needs them; the embedding cache makes reruns
+ * cheap), every judged query is searched with each mode (100 candidates per
+ * list, no near-duplicate removal), chunk hits are mapped to their documents
+ * (first occurrence), and nDCG@10, Recall@100 and MRR@10 are averaged.
+ */
+export async function evaluateBeir(
+  kl: KnowledgeLayer,
+  dir: string,
+  options: BeirOptions,
+): Promise<BeirReport> {
+  const data = loadBeir(dir);
+  const analyzer = options.analyzer ?? "english";
+  const suffix = analyzer === "english" ? "" : `-${analyzer}`;
+  const kbName = options.kb ?? `beir-${data.name}${suffix}`.replace(/[^A-Za-z0-9_.-]/g, "-");
+  const existing = kl.catalog.getKb(kbName);
+  if (!existing) {
+    kl.createKb(kbName, {
+      chunking: { strategy: "semantic", chunkSize: options.chunkSize ?? 10_000 },
+      retrieval: { analyzer },
+    });
+  } else if (options.analyzer && existing.config.retrieval.analyzer !== options.analyzer) {
+    throw new KnowledgeLayerError(
+      `knowledge base "${kbName}" uses analyzer ${existing.config.retrieval.analyzer}, not ${options.analyzer}`,
+    );
+  }
+  const needVectors = options.modes.some((m) => m !== "keyword");
+  const docs: ExtractedDocument[] = data.corpus.map((d) => ({
+    uri: beirUri(data.name, d.id),
+    text: d.title ? `${d.title}\n\n${d.text}` : d.text,
+    metadata: { path: beirUri(data.name, d.id), type: "text", title: d.title || d.id, beirId: d.id },
+  }));
+  const ingest = [
+    await kl.ingestDocuments(docs, { kb: kbName, embed: needVectors, onProgress: options.onProgress }),
+  ];
+
+  const judged = [...data.qrels.keys()].filter((q) => data.queries.has(q));
+  const queryIds = options.limit ? judged.slice(0, options.limit) : judged;
+  const results: BeirModeResult[] = [];
+  for (const mode of options.modes) {
+    let ndcg = 0;
+    let recall = 0;
+    let mrr = 0;
+    const started = Date.now();
+    for (const [i, qid] of queryIds.entries()) {
+      const response = await kl.search(data.queries.get(qid) as string, {
+        kbs: [kbName],
+        mode,
+        topK: 100,
+        vectorTopK: 100,
+        keywordTopK: 100,
+        keepDuplicates: true,
+      });
+      const ranked = response.results.map((r) => String(r.source.uri).slice(`beir:${data.name}/`.length));
+      const qrels = data.qrels.get(qid) as Qrels;
+      ndcg += ndcgAtK(ranked, qrels, 10);
+      recall += recallAtK(ranked, qrels, 100);
+      mrr += mrrAtK(ranked, qrels, 10);
+      options.onProgress?.({ phase: "query", mode, done: i + 1, total: queryIds.length });
+    }
+    const n = queryIds.length || 1;
+    results.push({
+      mode,
+      queries: queryIds.length,
+      ndcg10: ndcg / n,
+      recall100: recall / n,
+      mrr10: mrr / n,
+      msPerQuery: (Date.now() - started) / n,
+    });
+  }
+  return { dataset: data.name, kb: kbName, documents: data.corpus.length, ingest, results };
+}

@@ -1,0 +1,335 @@
+/**
+ * HTML extractor: main content as plain text with Markdown headings (via turndown),
+ * so the document chunker sees the section structure.
+ */
+import TurndownService from "turndown";
+import { ExtractionError } from "../errors.js";
+import type { ExtractedDocument } from "../types.js";
+import type { Extractor } from "./contract.js";
+import { asExtractionError, assertNotEmpty, compact, fileTitle, nonBlank, readBytes } from "./util.js";
+
+/** Result of {@link htmlToText}. */
+export interface HtmlText {
+  /** Plain text: blocks separated by blank lines, headings as `#`…`######` lines. */
+  text: string;
+  /** Text of the `<title>` element, when present and not blank. */
+  title?: string;
+}
+
+/** Elements whose content is never text a reader sees. */
+const DROPPED_TAGS = [
+  "script",
+  "style",
+  "nav",
+  "template",
+  "noscript",
+  "iframe",
+  "object",
+  "embed",
+  "svg",
+  "canvas",
+  "button",
+  "select",
+  "head",
+  "meta",
+  "link",
+] as const;
+
+/** class/id tokens and roles that mark navigation chrome rather than content. */
+const CHROME_TOKENS = new Set(["navheader", "navfooter", "navbar", "breadcrumb", "breadcrumbs", "skip-link"]);
+const CHROME_ROLES = new Set(["navigation", "banner", "contentinfo", "search"]);
+
+/** A minimal view of the DOM node turndown passes to filters and replacements. */
+interface DomNode {
+  nodeName: string;
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+  parentNode: DomNode | null;
+  childNodes: ArrayLike<DomNode>;
+}
+
+function isChrome(node: DomNode): boolean {
+  const role = node.getAttribute("role");
+  if (role && CHROME_ROLES.has(role.toLowerCase())) return true;
+  if (node.getAttribute("aria-hidden") === "true") return true;
+  if (node.getAttribute("hidden") !== null) return true;
+  const tokens = `${node.getAttribute("class") ?? ""} ${node.getAttribute("id") ?? ""}`.toLowerCase();
+  for (const token of tokens.split(/\s+/)) {
+    if (CHROME_TOKENS.has(token)) return true;
+  }
+  return false;
+}
+
+function isMainNode(node: DomNode): boolean {
+  return node.nodeName === "MAIN" || node.getAttribute("role")?.toLowerCase() === "main";
+}
+
+/** Collapses inline whitespace (turndown keeps text nodes' spacing mostly as is). */
+function inline(content: string): string {
+  return content.replace(/\s+/g, " ").trim();
+}
+
+/**
+ * Builds a turndown service producing plain text: headings as ATX Markdown,
+ * lists as `- ` / `1. ` lines, fenced code blocks, table rows as lines with cells
+ * separated by ` | `, and no emphasis, link or escape syntax. `capture` receives the
+ * converted `<main>` and `<title>` content.
+ */
+function createService(capture: { main?: string; title?: string }): TurndownService {
+  const service = new TurndownService({
+    headingStyle: "atx",
+    codeBlockStyle: "fenced",
+    bulletListMarker: "-",
+    hr: "",
+  });
+  // Plain text out: do not backslash-escape Markdown characters.
+  service.escape = (s: string) => s;
+  service.remove([...DROPPED_TAGS] as unknown as TurndownService.TagName[]);
+  service.addRule("chrome", {
+    filter: (node) => isChrome(node as unknown as DomNode),
+    replacement: () => "",
+  });
+  service.addRule("title", {
+    filter: ["title"],
+    replacement: (_content, node) => {
+      const t = nonBlank(inline((node as unknown as DomNode).textContent ?? ""));
+      if (t && capture.title === undefined) capture.title = t;
+      return "";
+    },
+  });
+  service.addRule("main", {
+    filter: (node) => isMainNode(node as unknown as DomNode),
+    replacement: (content) => {
+      if (capture.main === undefined && content.trim() !== "") capture.main = content;
+      return `\n\n${content}\n\n`;
+    },
+  });
+  service.addRule("plainInline", {
+    filter: [
+      "a",
+      "b",
+      "strong",
+      "em",
+      "i",
+      "u",
+      "s",
+      "del",
+      "strike",
+      "mark",
+      "small",
+      "span",
+      "abbr",
+      "cite",
+    ],
+    replacement: (content) => content,
+  });
+  service.addRule("preformatted", {
+    filter: ["pre"],
+    replacement: (_content, node) => {
+      const code = ((node as unknown as DomNode).textContent ?? "").replace(/^\n+|\s+$/g, "");
+      if (code === "") return "";
+      const fence = code.includes("```") ? "~~~" : "```";
+      return `\n\n${fence}\n${code}\n${fence}\n\n`;
+    },
+  });
+  service.addRule("inlineCode", {
+    filter: (node) => node.nodeName === "CODE" && (node as unknown as DomNode).parentNode?.nodeName !== "PRE",
+    replacement: (content) => content,
+  });
+  service.addRule("image", {
+    filter: ["img"],
+    replacement: () => "",
+  });
+  service.addRule("lineBreak", {
+    filter: ["br"],
+    replacement: () => "\n",
+  });
+  service.addRule("listItem", {
+    filter: ["li"],
+    replacement: (content, node) => {
+      const li = node as unknown as DomNode;
+      const parent = li.parentNode;
+      let prefix = "- ";
+      if (parent?.nodeName === "OL") {
+        const start = Number(parent.getAttribute("start") ?? "1");
+        let index = 0;
+        for (const child of Array.from(parent.childNodes)) {
+          if (child === li) break;
+          if (child.nodeName === "LI") index++;
+        }
+        prefix = `${(Number.isFinite(start) ? start : 1) + index}. `;
+      }
+      const body = content.replace(/^\n+|\n+$/g, "").replace(/\n/g, `\n${" ".repeat(prefix.length)}`);
+      return `${prefix}${body}\n`;
+    },
+  });
+  service.addRule("tableCell", {
+    filter: ["td", "th"],
+    replacement: (content) => ` ${inline(content)} |`,
+  });
+  service.addRule("tableRow", {
+    filter: ["tr"],
+    replacement: (content) => {
+      const cells = content
+        .split("|")
+        .map((c) => c.trim())
+        .filter((c) => c !== "");
+      return cells.length > 0 ? `\n${cells.join(" | ")}\n` : "";
+    },
+  });
+  service.addRule("definitionTerm", {
+    filter: ["dt"],
+    replacement: (content) => `\n${inline(content)}\n`,
+  });
+  service.addRule("definition", {
+    filter: ["dd"],
+    replacement: (content) => `\n${content.trim()}\n`,
+  });
+  return service;
+}
+
+/** Tidies converter output: no trailing spaces, at most one blank line in a row. */
+function tidy(text: string): string {
+  return text
+    .replace(/\r\n?/g, "\n")
+    .replace(/\u00a0/g, " ")
+    .replace(/[ \t]+$/gm, "")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
+}
+
+/** The character for a code point, or `undefined` when it is not a valid scalar value. */
+function safeCodePoint(cp: number): string | undefined {
+  if (!Number.isInteger(cp) || cp <= 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return undefined;
+  return String.fromCodePoint(cp);
+}
+
+/** Last-resort conversion when the DOM converter fails (e.g. pathological nesting). */
+function stripTags(html: string): string {
+  return html
+    .replace(/<(script|style|template|noscript|title)\b[\s\S]*?<\/\1\s*>/gi, " ")
+    .replace(/<(br|\/p|\/div|\/li|\/tr|\/h[1-6]|\/table)\b[^>]*>/gi, "\n")
+    .replace(/<[^>]*>/g, " ")
+    .replace(/&nbsp;/g, " ")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&#x([0-9a-f]+);/gi, (m, hex: string) => safeCodePoint(Number.parseInt(hex, 16)) ?? m)
+    .replace(/&#(\d+);/g, (m, dec: string) => safeCodePoint(Number(dec)) ?? m)
+    .replace(/&amp;/g, "&")
+    .replace(/[ \t]+/g, " ");
+}
+
+/** Elements that never have a closing tag. */
+const VOID_TAGS = new Set([
+  "area",
+  "base",
+  "br",
+  "col",
+  "embed",
+  "hr",
+  "img",
+  "input",
+  "link",
+  "meta",
+  "source",
+  "track",
+  "wbr",
+]);
+
+/** Nesting depth beyond which the DOM converter is not used (its cost grows quadratically). */
+const MAX_NESTING = 1000;
+
+/** True when the tag nesting of `html` exceeds `limit` (approximate, linear scan). */
+function nestsDeeperThan(html: string, limit: number): boolean {
+  let depth = 0;
+  for (const m of html.matchAll(/<(\/?)([a-zA-Z][\w:-]*)[^>]*?(\/?)>/g)) {
+    const name = (m[2] ?? "").toLowerCase();
+    if (VOID_TAGS.has(name) || m[3] === "/") continue;
+    depth += m[1] === "/" ? -1 : 1;
+    if (depth > limit) return true;
+    if (depth < 0) depth = 0;
+  }
+  return false;
+}
+
+/**
+ * Converts an HTML string to plain text for indexing.
+ *
+ * Drops `script`, `style`, `nav`, `template`, `noscript` (and other non-content
+ * elements: iframes, SVG, forms controls, navigation chrome by role/class). When
+ * the page has a `<main>` element (or `role="main"`), only its content is kept.
+ * Headings become `# `…`###### ` lines, paragraphs and other blocks are separated
+ * by blank lines (so words of adjacent blocks are never glued), list items become
+ * `- ` lines, table rows become lines with ` | ` between cells, `<br>` a newline,
+ * and entities are decoded once. Links keep only their text; emphasis markers
+ * are not added. HTML nested more than 1000 levels deep (or that the converter
+ * cannot handle) is reduced by stripping tags instead.
+ */
+export function htmlToText(html: string): HtmlText {
+  const capture: { main?: string; title?: string } = {};
+  let text: string;
+  let title: string | undefined;
+  try {
+    if (nestsDeeperThan(html, MAX_NESTING)) throw new Error("HTML nested too deeply");
+    const full = createService(capture).turndown(html);
+    text = capture.main ?? full;
+    title = capture.title;
+  } catch {
+    // Pathological input (e.g. nesting deep enough to overflow the stack): strip tags.
+    text = stripTags(html);
+    title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1];
+  }
+  return compact({ text: tidy(text), title: nonBlank(title?.replace(/\s+/g, " ")) });
+}
+
+/** Finds a `<meta charset>` or `http-equiv` charset declaration in the first bytes. */
+function declaredCharset(bytes: Uint8Array): string | undefined {
+  const head = Buffer.from(bytes.subarray(0, 2048)).toString("latin1");
+  const m =
+    /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(head) ??
+    /<\?xml[^>]+encoding\s*=\s*["']([\w-]+)/i.exec(head);
+  return m?.[1]?.toLowerCase();
+}
+
+/** Decodes HTML bytes using a BOM or a declared charset, else UTF-8 (invalid bytes → U+FFFD). */
+function decodeHtml(bytes: Uint8Array): string {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf)
+    return new TextDecoder("utf-8").decode(bytes);
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder("utf-16le").decode(bytes);
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder("utf-16be").decode(bytes);
+  const charset = declaredCharset(bytes);
+  if (charset && charset !== "utf-8" && charset !== "utf8") {
+    try {
+      return new TextDecoder(charset).decode(bytes);
+    } catch {
+      // Unknown label: fall through to UTF-8.
+    }
+  }
+  return new TextDecoder("utf-8").decode(bytes);
+}
+
+/**
+ * Extracts an HTML file with {@link htmlToText}.
+ * Metadata: `path`, `type: "html"`, `title` (`<title>`, else the first `# ` heading,
+ * else the file name).
+ * @throws ExtractionError "file is empty" for a blank file, "no text content" when
+ *   nothing readable remains after conversion, or when unreadable.
+ */
+export const htmlExtractor: Extractor = {
+  type: "html",
+  async extract(path: string): Promise<ExtractedDocument[]> {
+    const html = decodeHtml(await readBytes(path));
+    assertNotEmpty(path, html);
+    let converted: HtmlText;
+    try {
+      converted = htmlToText(html);
+    } catch (err) {
+      throw asExtractionError(path, err, "cannot convert HTML");
+    }
+    if (converted.text === "") throw new ExtractionError(path, "no text content");
+    const h1 = /^# (.+)$/m.exec(converted.text)?.[1]?.trim();
+    const title = converted.title ?? nonBlank(h1) ?? fileTitle(path);
+    return [{ uri: path, text: converted.text, metadata: compact({ path, type: "html" as const, title }) }];
+  },
+};

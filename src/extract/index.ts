@@ -1,0 +1,250 @@
+/**
+ * Extraction stage entry points: find the sources under some paths
+ * ({@link discoverSources}) and turn one source into documents ({@link extractFile}).
+ */
+import { open, readdir, readFile, realpath, stat } from "node:fs/promises";
+import { extname, join, relative, resolve, sep } from "node:path";
+import ignore, { type Ignore } from "ignore";
+import { ExtractionError, KnowledgeLayerError } from "../errors.js";
+import type { ExtractedDocument, SourceType } from "../types.js";
+import { codeExtractor } from "./code.js";
+import type { Extractor } from "./contract.js";
+import { detectSourceType, isSlackExport } from "./detect.js";
+import { emailExtractor } from "./email.js";
+import { htmlExtractor } from "./html.js";
+import { markdownExtractor } from "./markdown.js";
+import { pdfExtractor } from "./pdf.js";
+import { slackExtractor } from "./slack.js";
+import { textExtractor } from "./text.js";
+
+export { codeExtractor } from "./code.js";
+export type { Extractor } from "./contract.js";
+export { detectSourceType, isSlackExport, languageForPath, looksLikeEmail } from "./detect.js";
+export { type AttachmentInfo, emailExtractor } from "./email.js";
+export { type HtmlText, htmlExtractor, htmlToText } from "./html.js";
+export { type FrontMatter, markdownExtractor, markdownTitle, parseFrontMatter } from "./markdown.js";
+export { normalizePdfText, pdfExtractor } from "./pdf.js";
+export { compareTs, renderSlackText, type SlackContext, slackExtractor } from "./slack.js";
+export { textExtractor } from "./text.js";
+
+/** The extractor for each source type. */
+export const EXTRACTORS: Readonly<Record<SourceType, Extractor>> = {
+  markdown: markdownExtractor,
+  text: textExtractor,
+  html: htmlExtractor,
+  pdf: pdfExtractor,
+  email: emailExtractor,
+  slack: slackExtractor,
+  code: codeExtractor,
+};
+
+/**
+ * Extracts the documents of one source: a file, or a Slack export folder.
+ *
+ * @param path file or Slack export folder; made absolute (document `uri`s and
+ *   `metadata.path` are absolute).
+ * @param type source type; detected with {@link detectSourceType} when omitted.
+ * @returns one document for most files, one per channel for a Slack export.
+ * @throws ExtractionError naming the file when it does not exist, has an
+ *   unsupported type, or cannot be parsed (corrupt, encrypted, empty…).
+ */
+export async function extractFile(path: string, type?: SourceType): Promise<ExtractedDocument[]> {
+  const abs = resolve(path);
+  let info: Awaited<ReturnType<typeof stat>>;
+  try {
+    info = await stat(abs);
+  } catch (err) {
+    throw new ExtractionError(abs, "file not found", { cause: err });
+  }
+  if (info.isDirectory() && type === undefined && !isSlackExport(abs)) {
+    throw new ExtractionError(
+      abs,
+      "is a directory (and not a Slack export with channels.json and users.json)",
+    );
+  }
+  const resolved = type ?? detectSourceType(abs);
+  if (resolved === undefined) {
+    throw new ExtractionError(abs, `unsupported file type (${extname(abs) || "no extension"})`);
+  }
+  return EXTRACTORS[resolved].extract(abs);
+}
+
+/** A source found by {@link discoverSources}. */
+export interface DiscoveredSource {
+  /** Absolute path of the file, or of the Slack export folder. */
+  path: string;
+  type: SourceType;
+}
+
+/** A file {@link discoverSources} did not select, with the reason. */
+export interface SkippedPath {
+  /** Absolute path. */
+  path: string;
+  /** Why it was skipped, e.g. `binary file`, `unsupported file type (.png)`, `ignored by .gitignore`. */
+  reason: string;
+}
+
+/** Result of {@link discoverSources}. Both lists are sorted by path. */
+export interface Discovery {
+  sources: DiscoveredSource[];
+  skipped: SkippedPath[];
+}
+
+/** Folder names never descended into. */
+const ALWAYS_SKIPPED_DIRS = new Set([".git", "node_modules", ".kl"]);
+
+/** Bytes inspected for a NUL byte when deciding whether a file is binary. */
+const BINARY_SNIFF_BYTES = 8192;
+
+/** True when the first 8 KB of the file contain a NUL byte. Unreadable files count as not binary. */
+async function isBinaryFile(path: string): Promise<boolean> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(path, "r");
+    const buf = Buffer.alloc(BINARY_SNIFF_BYTES);
+    const { bytesRead } = await handle.read(buf, 0, BINARY_SNIFF_BYTES, 0);
+    return buf.subarray(0, bytesRead).includes(0);
+  } catch {
+    return false;
+  } finally {
+    await handle?.close();
+  }
+}
+
+/** `.gitignore` rules of one folder. */
+interface IgnoreScope {
+  dir: string;
+  rules: Ignore;
+}
+
+/** Loads `dir/.gitignore`, if any. */
+async function loadGitignore(dir: string): Promise<IgnoreScope | undefined> {
+  let content: string;
+  try {
+    content = await readFile(join(dir, ".gitignore"), "utf8");
+  } catch {
+    return undefined;
+  }
+  return { dir, rules: ignore().add(content) };
+}
+
+/** True when `path` is ignored by any of the `.gitignore` scopes above it. */
+function isIgnored(path: string, isDir: boolean, scopes: IgnoreScope[]): boolean {
+  for (const scope of scopes) {
+    const rel = relative(scope.dir, path);
+    if (rel === "" || rel.startsWith("..")) continue;
+    const posix = rel.split(sep).join("/");
+    if (scope.rules.ignores(isDir ? `${posix}/` : posix)) return true;
+  }
+  return false;
+}
+
+/** Classifies one file into `sources` or `skipped`. */
+async function classifyFile(path: string, out: Discovery): Promise<void> {
+  const type = detectSourceType(path);
+  if (type === undefined) {
+    const ext = extname(path);
+    out.skipped.push({ path, reason: `unsupported file type (${ext || "no extension"})` });
+    return;
+  }
+  if (type !== "pdf" && (await isBinaryFile(path))) {
+    out.skipped.push({ path, reason: "binary file" });
+    return;
+  }
+  out.sources.push({ path, type });
+}
+
+/** Walks a folder depth-first, honouring `.gitignore` files and the always-skipped folders. */
+async function walk(dir: string, scopes: IgnoreScope[], visited: Set<string>, out: Discovery): Promise<void> {
+  let real: string;
+  try {
+    real = await realpath(dir);
+  } catch {
+    return;
+  }
+  if (visited.has(real)) return;
+  visited.add(real);
+  const own = await loadGitignore(dir);
+  const active = own ? [...scopes, own] : scopes;
+  let entries: string[];
+  try {
+    entries = (await readdir(dir)).sort();
+  } catch (err) {
+    out.skipped.push({ path: dir, reason: `cannot read folder: ${(err as Error).message}` });
+    return;
+  }
+  for (const name of entries) {
+    const path = join(dir, name);
+    let info: Awaited<ReturnType<typeof stat>>;
+    try {
+      info = await stat(path); // follows symlinks; `visited` breaks cycles
+    } catch {
+      out.skipped.push({ path, reason: "broken link or unreadable" });
+      continue;
+    }
+    if (info.isDirectory()) {
+      if (ALWAYS_SKIPPED_DIRS.has(name)) continue;
+      if (isIgnored(path, true, active)) {
+        out.skipped.push({ path, reason: "ignored by .gitignore" });
+        continue;
+      }
+      if (isSlackExport(path)) {
+        out.sources.push({ path, type: "slack" });
+        continue;
+      }
+      await walk(path, active, visited, out);
+    } else if (info.isFile()) {
+      if (name === ".gitignore") continue;
+      if (isIgnored(path, false, active)) {
+        out.skipped.push({ path, reason: "ignored by .gitignore" });
+        continue;
+      }
+      await classifyFile(path, out);
+    }
+  }
+}
+
+/**
+ * Finds the ingestible sources under `paths` (files and/or folders).
+ *
+ * Folders are walked recursively. A Slack export folder (see
+ * {@link isSlackExport}) is one source of type `slack` and is not descended into.
+ * `.gitignore` files in walked folders are honoured (for the folder and below);
+ * `.git`, `node_modules` and `.kl` folders are always skipped silently. Files with
+ * an unsupported type, binary files (a NUL byte in the first 8 KB; PDFs exempt)
+ * and gitignored paths are reported in `skipped` with a reason. A path given
+ * explicitly is classified the same way, but `.gitignore` does not apply to it.
+ *
+ * @returns absolute paths, each listed once, both lists sorted by path.
+ * @throws KnowledgeLayerError naming the path when one of `paths` does not exist.
+ */
+export async function discoverSources(paths: string[]): Promise<Discovery> {
+  const out: Discovery = { sources: [], skipped: [] };
+  const visited = new Set<string>();
+  for (const p of paths) {
+    const abs = resolve(p);
+    let info: Awaited<ReturnType<typeof stat>>;
+    try {
+      info = await stat(abs);
+    } catch (err) {
+      throw new KnowledgeLayerError(`path not found: ${abs}`, { cause: err });
+    }
+    if (info.isDirectory()) {
+      if (isSlackExport(abs)) out.sources.push({ path: abs, type: "slack" });
+      else await walk(abs, [], visited, out);
+    } else {
+      await classifyFile(abs, out);
+    }
+  }
+  const bySource = new Map(out.sources.map((s) => [s.path, s]));
+  const sources = [...bySource.values()].sort((a, b) => compareStrings(a.path, b.path));
+  const taken = new Set(bySource.keys());
+  const bySkipped = new Map(out.skipped.filter((s) => !taken.has(s.path)).map((s) => [s.path, s]));
+  const skipped = [...bySkipped.values()].sort((a, b) => compareStrings(a.path, b.path));
+  return { sources, skipped };
+}
+
+/** Code-unit order, independent of locale. */
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

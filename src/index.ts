@@ -1,0 +1,31 @@
+/**
+ * knowledge-layer public API. See README.md for the architecture.
+ */
+
+export type { Chunker } from "./chunk/contract.js";
+export { chunkDocument, createChunker } from "./chunk/index.js";
+export * from "./config.js";
+export { BundledEmbedder } from "./embed/bundled.js";
+export { CachedEmbedder } from "./embed/cache.js";
+export type { Embedder } from "./embed/contract.js";
+export { createEmbedder } from "./embed/index.js";
+export * from "./errors.js";
+export { evaluateBeir, loadBeir } from "./eval/beir.js";
+export { mrrAtK, ndcgAtK, recallAtK } from "./eval/metrics.js";
+export type { Extractor } from "./extract/contract.js";
+export { discoverSources, extractFile } from "./extract/index.js";
+export type { IngestProgress, IngestSummary } from "./ingest/pipeline.js";
+export {
+  KnowledgeLayer,
+  type SearchOptions,
+  type SearchResponse,
+  type SearchResult,
+} from "./knowledge-layer.js";
+export { type Attribution, attribute, formatCitation } from "./retrieve/attribution.js";
+export { Bm25Index, bm25Idf } from "./retrieve/bm25.js";
+export { jaccard, removeNearDuplicates } from "./retrieve/dedupe.js";
+export { reciprocalRankFusion } from "./retrieve/fusion.js";
+export { tokenize } from "./retrieve/tokenizer.js";
+export type * from "./store/contract.js";
+export { SqliteVectorStore } from "./store/sqlite-vector-store.js";
+export * from "./types.js";

@@ -1,0 +1,317 @@
+import { createHash } from "node:crypto";
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { chunkDocument } from "../chunk/index.js";
+import type { KnowledgeBaseConfig } from "../config.js";
+import type { CachedEmbedder } from "../embed/cache.js";
+import { ExtractionError } from "../errors.js";
+import { discoverSources, extractFile } from "../extract/index.js";
+import type { Bm25Index } from "../retrieve/bm25.js";
+import type { Catalog } from "../store/catalog.js";
+import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
+import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
+
+/** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
+export const PIPELINE_VERSION = 1;
+
+/** A per-file problem reported by ingest. */
+export interface IngestIssue {
+  path: string;
+  reason: string;
+}
+
+/** What an ingest run did. */
+export interface IngestSummary {
+  kb: string;
+  /** Sources (files, Slack exports, in-memory documents) considered. */
+  files: number;
+  /** Sources whose content and pipeline were unchanged: nothing was done. */
+  unchanged: number;
+  /** Sources ingested for the first time. */
+  added: number;
+  /** Sources whose old chunks were replaced. */
+  updated: number;
+  /** Documents written (a Slack export gives one per channel). */
+  documents: number;
+  /** Chunks written. */
+  chunks: number;
+  /** Files skipped (unknown type, binary, ignored) with the reason. */
+  skipped: IngestIssue[];
+  /** Files that failed (parse errors, empty files) with the reason; the run went on. */
+  errors: IngestIssue[];
+  /** Texts embedded by the model vs served from the embedding cache. */
+  embedded: { computed: number; cached: number };
+  durationMs: number;
+}
+
+/** Progress events for a progress bar. */
+export type IngestProgress =
+  | { phase: "discovered"; total: number }
+  | { phase: "source"; done: number; total: number; path: string }
+  | { phase: "embedding"; done: number; total: number };
+
+/** Everything ingest writes to. */
+export interface IngestContext {
+  catalog: Catalog;
+  bm25: Bm25Index;
+  store: SqliteVectorStore;
+  /** Embedder with the persistent cache; absent when `embed` is false. */
+  embedder?: CachedEmbedder;
+  config: KnowledgeBaseConfig;
+  /** Vector collection of the knowledge base. */
+  collection: string;
+  onProgress?: (event: IngestProgress) => void;
+}
+
+/** One unit of ingest: a file (or Slack export, or in-memory document) and the documents it yields. */
+export interface SourceUnit {
+  /** Path (or URI for in-memory documents) that identifies the unit; its documents are replaced together. */
+  path: string;
+  type?: SourceType;
+  /** SHA-256 of the raw content. */
+  contentHash: string;
+  /** Produces the unit's documents (extraction). May throw; the error is reported for `path`. */
+  load: () => Promise<ExtractedDocument[]>;
+}
+
+interface PreparedUnit {
+  unit: SourceUnit;
+  docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
+  vectors?: Float32Array[];
+}
+
+/** Fingerprint of everything that determines a document's chunks and vectors. */
+export function pipelineHash(config: KnowledgeBaseConfig): string {
+  const parts = {
+    v: PIPELINE_VERSION,
+    chunking: config.chunking,
+    embedding: config.embedding,
+    analyzer: config.retrieval.analyzer,
+  };
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 16);
+}
+
+/**
+ * Hashes a file, or every file under a folder (relative path + content, sorted),
+ * with SHA-256. @throws when the path cannot be read.
+ */
+export async function hashPath(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  const info = await stat(path);
+  if (!info.isDirectory()) {
+    hash.update(await readFile(path));
+    return hash.digest("hex");
+  }
+  const walk = async (dir: string, rel: string): Promise<void> => {
+    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    );
+    for (const entry of entries) {
+      const full = join(dir, entry.name);
+      const relPath = `${rel}/${entry.name}`;
+      if (entry.isDirectory()) await walk(full, relPath);
+      else if (entry.isFile()) {
+        hash.update(`${relPath}\0`);
+        hash.update(await readFile(full));
+        hash.update("\0");
+      }
+    }
+  };
+  await walk(path, "");
+  return hash.digest("hex");
+}
+
+/**
+ * Ingests files and folders: discovers sources, skips unchanged ones (same
+ * content hash and pipeline), extracts, chunks, embeds (through the cache) and
+ * replaces each source's documents in one SQLite transaction, so an interrupted
+ * run leaves every source either fully old or fully new. A source that fails
+ * is reported in `errors` and the run continues.
+ * @throws KnowledgeLayerError when a given path does not exist.
+ */
+export async function ingestPaths(ctx: IngestContext, paths: string[], embed = true): Promise<IngestSummary> {
+  const started = Date.now();
+  const { sources, skipped } = await discoverSources(paths);
+  const units: SourceUnit[] = [];
+  const errors: IngestIssue[] = [];
+  for (const source of sources) {
+    try {
+      const contentHash = await hashPath(source.path);
+      units.push({
+        path: source.path,
+        type: source.type,
+        contentHash,
+        load: () => extractFile(source.path, source.type),
+      });
+    } catch (error) {
+      errors.push({ path: source.path, reason: `cannot read: ${(error as Error).message}` });
+    }
+  }
+  const summary = await ingestUnits(ctx, units, embed);
+  summary.skipped.push(...skipped);
+  summary.errors.unshift(...errors);
+  summary.files += errors.length;
+  summary.durationMs = Date.now() - started;
+  return summary;
+}
+
+/**
+ * Ingests in-memory documents (e.g. a BEIR corpus): each document is its own
+ * unit, identified by its `uri`, with the SHA-256 of its text as content hash.
+ */
+export async function ingestDocuments(
+  ctx: IngestContext,
+  docs: Iterable<ExtractedDocument>,
+  embed = true,
+): Promise<IngestSummary> {
+  const units: SourceUnit[] = [];
+  for (const doc of docs) {
+    const contentHash = createHash("sha256")
+      .update(doc.text)
+      .update(JSON.stringify(doc.metadata))
+      .digest("hex");
+    units.push({ path: doc.uri, type: doc.metadata.type, contentHash, load: async () => [doc] });
+  }
+  return ingestUnits(ctx, units, embed);
+}
+
+/** Chunks pending embedding before a batch is flushed. */
+const FLUSH_CHUNKS = 256;
+
+async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boolean): Promise<IngestSummary> {
+  const started = Date.now();
+  const { catalog, config } = ctx;
+  const kb = config.name;
+  const hash = pipelineHash(config);
+  const summary: IngestSummary = {
+    kb,
+    files: units.length,
+    unchanged: 0,
+    added: 0,
+    updated: 0,
+    documents: 0,
+    chunks: 0,
+    skipped: [],
+    errors: [],
+    embedded: { computed: 0, cached: 0 },
+    durationMs: 0,
+  };
+  if (embed && !ctx.embedder) throw new Error("ingest: embedding requested but no embedder given");
+  if (embed && ctx.embedder) ctx.store.createCollectionSync(ctx.collection, ctx.embedder.dimension, "cosine");
+  const statsBefore = ctx.embedder ? { ...ctx.embedder.stats } : { hits: 0, misses: 0 };
+  ctx.onProgress?.({ phase: "discovered", total: units.length });
+
+  let pending: PreparedUnit[] = [];
+  let pendingChunks = 0;
+  const flush = async (): Promise<void> => {
+    if (pending.length === 0) return;
+    if (embed && ctx.embedder) {
+      const texts = pending.flatMap((p) => p.docs.flatMap((d) => d.chunks.map((c) => c.text)));
+      const vectors = await ctx.embedder.embedTexts(texts);
+      let offset = 0;
+      for (const p of pending) {
+        const n = p.docs.reduce((s, d) => s + d.chunks.length, 0);
+        p.vectors = vectors.slice(offset, offset + n);
+        offset += n;
+      }
+    }
+    for (const p of pending) commitUnit(ctx, p, hash, embed, summary);
+    pending = [];
+    pendingChunks = 0;
+  };
+
+  let done = 0;
+  for (const unit of units) {
+    const existing = catalog.documentsByPath(kb, unit.path);
+    const unchanged =
+      existing.length > 0 &&
+      existing.every(
+        (d) => d.contentHash === unit.contentHash && d.pipelineHash === hash && (d.embedded || !embed),
+      );
+    if (unchanged) {
+      summary.unchanged++;
+    } else {
+      try {
+        const docs = await unit.load();
+        const prepared: PreparedUnit = { unit, docs: [] };
+        for (const doc of docs) {
+          const chunks = await chunkDocument(doc, config.chunking);
+          prepared.docs.push({ doc, chunks });
+          pendingChunks += chunks.length;
+        }
+        if (prepared.docs.every((d) => d.chunks.length === 0)) {
+          summary.errors.push({ path: unit.path, reason: "no text to index (extracted text is empty)" });
+        } else {
+          pending.push(prepared);
+          if (existing.length > 0) summary.updated++;
+          else summary.added++;
+        }
+      } catch (error) {
+        summary.errors.push({ path: unit.path, reason: errorReason(error) });
+      }
+      if (pendingChunks >= FLUSH_CHUNKS) await flush();
+    }
+    done++;
+    ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path });
+  }
+  await flush();
+  if (ctx.embedder) {
+    summary.embedded.computed = ctx.embedder.stats.misses - statsBefore.misses;
+    summary.embedded.cached = ctx.embedder.stats.hits - statsBefore.hits;
+  }
+  summary.durationMs = Date.now() - started;
+  return summary;
+}
+
+/** Replaces a unit's documents, chunks, postings and vectors in one transaction. */
+function commitUnit(
+  ctx: IngestContext,
+  prepared: PreparedUnit,
+  hash: string,
+  embed: boolean,
+  summary: IngestSummary,
+): void {
+  const { catalog, bm25, store, collection, config } = ctx;
+  const kb = config.name;
+  catalog.db.transaction(() => {
+    for (const old of catalog.documentsByPath(kb, prepared.unit.path)) {
+      const ids = catalog.chunkIds(old.id).map(String);
+      if (ids.length > 0) store.deleteSync(collection, ids);
+      bm25.removeDocument(old.id);
+      catalog.deleteDocument(old.id);
+    }
+    let v = 0;
+    for (const { doc, chunks } of prepared.docs) {
+      if (chunks.length === 0) continue;
+      const documentId = catalog.insertDocument({
+        kb,
+        uri: doc.uri,
+        path: prepared.unit.path,
+        type: doc.metadata.type,
+        title: doc.metadata.title,
+        contentHash: prepared.unit.contentHash,
+        pipelineHash: hash,
+        embedded: embed,
+        metadata: doc.metadata,
+        text: doc.text,
+        chunkCount: chunks.length,
+      });
+      const records = [];
+      for (const chunk of chunks) {
+        const chunkId = catalog.insertChunk(kb, documentId, chunk, 0);
+        catalog.setTokenCount(chunkId, bm25.indexChunk(kb, chunkId, chunk.text, config.retrieval.analyzer));
+        const vector = prepared.vectors?.[v++];
+        if (vector)
+          records.push({ id: String(chunkId), vector, payload: { documentId, type: doc.metadata.type } });
+      }
+      if (records.length > 0) store.addBatchSync(collection, records);
+      summary.documents++;
+      summary.chunks += chunks.length;
+    }
+  })();
+}
+
+function errorReason(error: unknown): string {
+  if (error instanceof ExtractionError) return error.reason;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,100 @@
+import { relative } from "node:path";
+import type { StoredChunk } from "../store/catalog.js";
+
+/**
+ * Where a result came from, for citing it. Fields that do not apply to the
+ * source type are absent.
+ */
+export interface Attribution {
+  /** Document URI (file path, or `exportDir#channel` for Slack). */
+  uri: string;
+  /** Source file or folder (absolute). */
+  path: string;
+  /** Source type: markdown, text, html, pdf, email, slack, code. */
+  type: string;
+  title?: string;
+  /** PDF: first and last page (1-based) the chunk spans. */
+  page?: number;
+  pageEnd?: number;
+  /** Markdown/HTML: heading path of the chunk's section. */
+  headingPath?: string[];
+  /** Email: sender, subject, ISO date. */
+  from?: string;
+  subject?: string;
+  date?: string;
+  /** Slack: channel, participants (first is the first speaker), time range (Slack ts). */
+  channel?: string;
+  user?: string;
+  participants?: string[];
+  ts?: string;
+  tsEnd?: string;
+  /** Code: language and the symbol (function/class) if known. */
+  language?: string;
+  symbol?: string;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v.length > 0 ? v : undefined);
+const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+/** Builds the attribution of a stored chunk from its document and chunk metadata. */
+export function attribute(chunk: StoredChunk): Attribution {
+  const d = chunk.document.metadata;
+  const m = chunk.metadata;
+  const out: Attribution = { uri: chunk.document.uri, path: chunk.document.path, type: chunk.document.type };
+  const set = <K extends keyof Attribution>(key: K, value: Attribution[K] | undefined): void => {
+    if (value !== undefined) out[key] = value;
+  };
+  set("title", chunk.document.title ?? undefined);
+  set("page", num(m.pageStart) ?? num(m.page));
+  set("pageEnd", num(m.pageEnd));
+  if (Array.isArray(m.headingPath) && m.headingPath.length > 0) out.headingPath = m.headingPath.map(String);
+  set("from", str(d.from));
+  set("subject", str(d.subject));
+  set("date", str(d.date));
+  set("channel", str(m.channel) ?? str(d.channel));
+  if (Array.isArray(m.participants) && m.participants.length > 0) {
+    out.participants = m.participants.map(String);
+    out.user = out.participants[0];
+  }
+  set("user", str(m.user) ?? out.user);
+  set("ts", str(m.tsStart) ?? str(m.ts));
+  set("tsEnd", str(m.tsEnd));
+  set("language", str(m.language) ?? str(d.language));
+  set("symbol", str(m.symbol));
+  return out;
+}
+
+/**
+ * One-line human-readable citation, e.g.
+ * `docs/guide.md › Install › Linux (chunk 2/5, chars 1200–2650)`,
+ * `paper.pdf p. 3–4 (…)`, `email "Subject" from a@b.c, 2002-08-22 (…)`, `#general @alice 2016-05-12 14:03 (…)`.
+ * Paths are shown relative to `cwd` when inside it.
+ */
+export function formatCitation(
+  a: Attribution,
+  chunk: Pick<StoredChunk, "chunkIndex" | "totalChunks" | "start" | "end">,
+  cwd = process.cwd(),
+): string {
+  const rel = relative(cwd, a.path);
+  const shown = rel && !rel.startsWith("..") ? rel : a.path;
+  let head = shown;
+  if (a.type === "pdf" && a.page !== undefined) {
+    head += a.pageEnd !== undefined && a.pageEnd !== a.page ? ` p. ${a.page}–${a.pageEnd}` : ` p. ${a.page}`;
+  } else if (a.type === "email") {
+    head += ` — "${a.subject ?? "(no subject)"}"${a.from ? ` from ${a.from}` : ""}${a.date ? `, ${a.date.slice(0, 10)}` : ""}`;
+  } else if (a.type === "slack") {
+    head += ` — #${a.channel ?? "?"}${a.user ? ` @${a.user}` : ""}${a.ts ? ` ${slackTime(a.ts)}` : ""}`;
+  } else if (a.headingPath) {
+    head += ` › ${a.headingPath.join(" › ")}`;
+  } else if (a.symbol) {
+    head += ` › ${a.symbol}`;
+  }
+  return `${head} (chunk ${chunk.chunkIndex + 1}/${chunk.totalChunks}, chars ${chunk.start}–${chunk.end})`;
+}
+
+/** Formats a Slack `ts` (epoch seconds with a fraction) as `YYYY-MM-DD HH:MM` UTC. */
+export function slackTime(ts: string): string {
+  const ms = Number.parseFloat(ts) * 1000;
+  if (!Number.isFinite(ms)) return ts;
+  return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+}

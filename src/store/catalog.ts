@@ -1,0 +1,308 @@
+import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../config.js";
+import type { Chunk, DocumentMetadata } from "../types.js";
+import type { Db } from "./database.js";
+
+/** A knowledge base as stored in the catalog. */
+export interface KbRecord {
+  name: string;
+  config: KnowledgeBaseConfig;
+  createdAt: string;
+}
+
+/** A document row (without its text). */
+export interface DocumentRecord {
+  id: number;
+  kb: string;
+  uri: string;
+  path: string;
+  type: string;
+  title: string | null;
+  contentHash: string;
+  pipelineHash: string;
+  embedded: boolean;
+  chunkCount: number;
+  ingestedAt: string;
+}
+
+/** A stored chunk with its document's attribution fields, as search returns it. */
+export interface StoredChunk {
+  id: number;
+  kb: string;
+  documentId: number;
+  chunkIndex: number;
+  totalChunks: number;
+  chunkType: string;
+  start: number;
+  end: number;
+  text: string;
+  contextPrefix: string | null;
+  metadata: Record<string, unknown>;
+  document: { uri: string; path: string; type: string; title: string | null; metadata: DocumentMetadata };
+}
+
+/** Counts per knowledge base, for `kb list` / `kb show`. */
+export interface KbCounts {
+  documents: number;
+  chunks: number;
+  embeddedDocuments: number;
+}
+
+/**
+ * The catalog: knowledge bases, documents (with their extracted text and
+ * content hashes) and chunks, in the embedded SQLite database. All writes of
+ * one document happen in one transaction (see `ingest/pipeline.ts`).
+ */
+export class Catalog {
+  constructor(readonly db: Db) {}
+
+  /** Returns a knowledge base, or undefined. */
+  getKb(name: string): KbRecord | undefined {
+    const row = this.db.prepare("SELECT name, config, created_at FROM kbs WHERE name = ?").get(name) as
+      | { name: string; config: string; created_at: string }
+      | undefined;
+    return row && { name: row.name, config: withDefaults(JSON.parse(row.config)), createdAt: row.created_at };
+  }
+
+  /** Lists knowledge bases by name. */
+  listKbs(): KbRecord[] {
+    const rows = this.db.prepare("SELECT name, config, created_at FROM kbs ORDER BY name").all() as {
+      name: string;
+      config: string;
+      created_at: string;
+    }[];
+    return rows.map((r) => ({
+      name: r.name,
+      config: withDefaults(JSON.parse(r.config)),
+      createdAt: r.created_at,
+    }));
+  }
+
+  /** Inserts a knowledge base. @throws ConfigError if the config is invalid. */
+  insertKb(config: KnowledgeBaseConfig): KbRecord {
+    validateKbConfig(config);
+    const createdAt = new Date().toISOString();
+    this.db
+      .prepare("INSERT INTO kbs (name, config, created_at) VALUES (?, ?, ?)")
+      .run(config.name, JSON.stringify(config), createdAt);
+    return { name: config.name, config, createdAt };
+  }
+
+  /** Document and chunk counts of a knowledge base. */
+  counts(kb: string): KbCounts {
+    const d = this.db
+      .prepare("SELECT count(*) AS n, coalesce(sum(embedded), 0) AS e FROM documents WHERE kb = ?")
+      .get(kb) as { n: number; e: number };
+    const c = this.db.prepare("SELECT count(*) AS n FROM chunks WHERE kb = ?").get(kb) as { n: number };
+    return { documents: d.n, chunks: c.n, embeddedDocuments: d.e };
+  }
+
+  /** Looks up a document by its URI. */
+  getDocument(kb: string, uri: string): DocumentRecord | undefined {
+    const row = this.db.prepare("SELECT * FROM documents WHERE kb = ? AND uri = ?").get(kb, uri) as
+      | DocumentRow
+      | undefined;
+    return row && toDocumentRecord(row);
+  }
+
+  /** Documents whose `path` is `path` (a Slack export yields several per path). */
+  documentsByPath(kb: string, path: string): DocumentRecord[] {
+    const rows = this.db
+      .prepare("SELECT * FROM documents WHERE kb = ? AND path = ?")
+      .all(kb, path) as DocumentRow[];
+    return rows.map(toDocumentRecord);
+  }
+
+  /** The extracted text of a document. */
+  documentText(documentId: number): string {
+    const row = this.db.prepare("SELECT text FROM documents WHERE id = ?").get(documentId) as
+      | { text: string }
+      | undefined;
+    return row?.text ?? "";
+  }
+
+  /** Chunk row ids of a document, in chunk order. */
+  chunkIds(documentId: number): number[] {
+    return (
+      this.db.prepare("SELECT id FROM chunks WHERE document_id = ? ORDER BY chunk_index").all(documentId) as {
+        id: number;
+      }[]
+    ).map((r) => r.id);
+  }
+
+  /** Chunk texts of a document, in chunk order (for re-embedding). */
+  chunkTexts(documentId: number): { id: number; text: string }[] {
+    return this.db
+      .prepare("SELECT id, text FROM chunks WHERE document_id = ? ORDER BY chunk_index")
+      .all(documentId) as { id: number; text: string }[];
+  }
+
+  /** Inserts a document row; returns its id. Call inside a transaction. */
+  insertDocument(doc: {
+    kb: string;
+    uri: string;
+    path: string;
+    type: string;
+    title?: string;
+    contentHash: string;
+    pipelineHash: string;
+    embedded: boolean;
+    metadata: DocumentMetadata;
+    text: string;
+    chunkCount: number;
+  }): number {
+    const result = this.db
+      .prepare(
+        `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        doc.kb,
+        doc.uri,
+        doc.path,
+        doc.type,
+        doc.title ?? null,
+        doc.contentHash,
+        doc.pipelineHash,
+        doc.embedded ? 1 : 0,
+        JSON.stringify(doc.metadata),
+        doc.text,
+        doc.chunkCount,
+        new Date().toISOString(),
+      );
+    return Number(result.lastInsertRowid);
+  }
+
+  /** Inserts a chunk row; returns its id. Call inside a transaction. */
+  insertChunk(kb: string, documentId: number, chunk: Chunk, tokenCount: number): number {
+    const result = this.db
+      .prepare(
+        `INSERT INTO chunks (kb, document_id, chunk_index, total_chunks, chunk_type, start, end, text, context_prefix, metadata, token_count)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        kb,
+        documentId,
+        chunk.chunkIndex,
+        chunk.totalChunks,
+        chunk.chunkType,
+        chunk.start,
+        chunk.end,
+        chunk.text,
+        chunk.contextPrefix ?? null,
+        JSON.stringify(chunk.metadata),
+        tokenCount,
+      );
+    return Number(result.lastInsertRowid);
+  }
+
+  /** Sets the token count of a chunk (after BM25 indexing). */
+  setTokenCount(chunkId: number, tokenCount: number): void {
+    this.db.prepare("UPDATE chunks SET token_count = ? WHERE id = ?").run(tokenCount, chunkId);
+  }
+
+  /** Marks a document as embedded. */
+  markEmbedded(documentId: number): void {
+    this.db.prepare("UPDATE documents SET embedded = 1 WHERE id = ?").run(documentId);
+  }
+
+  /** Deletes a document and (by cascade) its chunks. Postings and vectors are removed by the caller. */
+  deleteDocument(documentId: number): void {
+    this.db.prepare("DELETE FROM documents WHERE id = ?").run(documentId);
+  }
+
+  /** Loads chunks with their documents' attribution fields, keyed by chunk id. */
+  loadChunks(ids: readonly number[]): Map<number, StoredChunk> {
+    const out = new Map<number, StoredChunk>();
+    const stmt = this.db.prepare(
+      `SELECT c.id, c.kb, c.document_id, c.chunk_index, c.total_chunks, c.chunk_type, c.start, c.end, c.text,
+              c.context_prefix, c.metadata, d.uri, d.path, d.type, d.title, d.metadata AS doc_metadata
+       FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?`,
+    );
+    for (const id of ids) {
+      const r = stmt.get(id) as ChunkRow | undefined;
+      if (!r) continue;
+      out.set(id, {
+        id: r.id,
+        kb: r.kb,
+        documentId: r.document_id,
+        chunkIndex: r.chunk_index,
+        totalChunks: r.total_chunks,
+        chunkType: r.chunk_type,
+        start: r.start,
+        end: r.end,
+        text: r.text,
+        contextPrefix: r.context_prefix,
+        metadata: JSON.parse(r.metadata),
+        document: {
+          uri: r.uri,
+          path: r.path,
+          type: r.type,
+          title: r.title,
+          metadata: JSON.parse(r.doc_metadata),
+        },
+      });
+    }
+    return out;
+  }
+}
+
+interface DocumentRow {
+  id: number;
+  kb: string;
+  uri: string;
+  path: string;
+  type: string;
+  title: string | null;
+  content_hash: string;
+  pipeline_hash: string;
+  embedded: number;
+  chunk_count: number;
+  ingested_at: string;
+}
+
+interface ChunkRow {
+  id: number;
+  kb: string;
+  document_id: number;
+  chunk_index: number;
+  total_chunks: number;
+  chunk_type: string;
+  start: number;
+  end: number;
+  text: string;
+  context_prefix: string | null;
+  metadata: string;
+  uri: string;
+  path: string;
+  type: string;
+  title: string | null;
+  doc_metadata: string;
+}
+
+/** Fills fields added to the configuration after a KB was created with their defaults. */
+function withDefaults(stored: KnowledgeBaseConfig): KnowledgeBaseConfig {
+  const base = defaultKbConfig(stored.name);
+  return {
+    name: stored.name,
+    chunking: { ...base.chunking, ...stored.chunking },
+    embedding: { ...base.embedding, ...stored.embedding },
+    vectorStore: { ...base.vectorStore, ...stored.vectorStore },
+    retrieval: { ...base.retrieval, ...stored.retrieval },
+  };
+}
+
+function toDocumentRecord(r: DocumentRow): DocumentRecord {
+  return {
+    id: r.id,
+    kb: r.kb,
+    uri: r.uri,
+    path: r.path,
+    type: r.type,
+    title: r.title,
+    contentHash: r.content_hash,
+    pipelineHash: r.pipeline_hash,
+    embedded: r.embedded === 1,
+    chunkCount: r.chunk_count,
+    ingestedAt: r.ingested_at,
+  };
+}

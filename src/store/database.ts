@@ -1,0 +1,144 @@
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import * as sqliteVec from "sqlite-vec";
+import { KnowledgeLayerError } from "../errors.js";
+
+/** A better-sqlite3 connection with sqlite-vec loaded and the schema applied. */
+export type Db = Database.Database;
+
+/** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
+export const SCHEMA_VERSION = 1;
+
+/** File name of the embedded database inside the data directory. */
+export const DB_FILE = "kl.db";
+
+/**
+ * Resolves the data directory: `explicit`, else `$KL_HOME`, else `./.kl`
+ * (relative to the current working directory). Returns an absolute path.
+ */
+export function resolveDataDir(explicit?: string): string {
+  return resolve(explicit ?? process.env.KL_HOME ?? ".kl");
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS kbs (
+  name TEXT PRIMARY KEY,
+  config TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+  id INTEGER PRIMARY KEY,
+  kb TEXT NOT NULL,
+  uri TEXT NOT NULL,
+  path TEXT NOT NULL,
+  type TEXT NOT NULL,
+  title TEXT,
+  content_hash TEXT NOT NULL,
+  pipeline_hash TEXT NOT NULL,
+  embedded INTEGER NOT NULL DEFAULT 0,
+  metadata TEXT NOT NULL,
+  text TEXT NOT NULL,
+  chunk_count INTEGER NOT NULL,
+  ingested_at TEXT NOT NULL,
+  UNIQUE (kb, uri)
+);
+CREATE INDEX IF NOT EXISTS documents_path ON documents (kb, path);
+CREATE TABLE IF NOT EXISTS chunks (
+  id INTEGER PRIMARY KEY,
+  kb TEXT NOT NULL,
+  document_id INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+  chunk_index INTEGER NOT NULL,
+  total_chunks INTEGER NOT NULL,
+  chunk_type TEXT NOT NULL,
+  start INTEGER NOT NULL,
+  end INTEGER NOT NULL,
+  text TEXT NOT NULL,
+  context_prefix TEXT,
+  metadata TEXT NOT NULL,
+  token_count INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id);
+CREATE INDEX IF NOT EXISTS chunks_kb ON chunks (kb, token_count);
+CREATE TABLE IF NOT EXISTS postings (
+  kb TEXT NOT NULL,
+  term TEXT NOT NULL,
+  chunk_id INTEGER NOT NULL,
+  tf INTEGER NOT NULL,
+  PRIMARY KEY (kb, term, chunk_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS postings_chunk ON postings (chunk_id);
+CREATE TABLE IF NOT EXISTS embedding_cache (
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  text_hash TEXT NOT NULL,
+  vector BLOB NOT NULL,
+  PRIMARY KEY (provider, model, text_hash)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vec_collections (
+  name TEXT PRIMARY KEY,
+  dimension INTEGER NOT NULL,
+  metric TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vec_records (
+  rowid INTEGER PRIMARY KEY,
+  collection TEXT NOT NULL,
+  id TEXT NOT NULL,
+  vector BLOB NOT NULL,
+  payload TEXT NOT NULL,
+  UNIQUE (collection, id)
+);
+`;
+
+/**
+ * Opens (creating if needed) the embedded database `kl.db` in `dataDir`, in WAL
+ * mode so an interrupted write leaves the last committed state intact.
+ * @throws KnowledgeLayerError when the directory cannot be created or the file is not a database.
+ */
+export function openDatabase(dataDir: string): Db {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (error) {
+    throw new KnowledgeLayerError(`cannot create data directory ${dataDir}: ${(error as Error).message}`);
+  }
+  const file = join(dataDir, DB_FILE);
+  let db: Db;
+  try {
+    db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("foreign_keys = ON");
+    db.pragma("busy_timeout = 10000");
+    sqliteVec.load(db);
+    db.exec(SCHEMA);
+  } catch (error) {
+    throw new KnowledgeLayerError(`cannot open database ${file}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  const version = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+    | { value: string }
+    | undefined;
+  if (!version) {
+    db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
+  } else if (Number(version.value) > SCHEMA_VERSION) {
+    db.close();
+    throw new KnowledgeLayerError(
+      `${file} was written by a newer knowledge-layer (schema ${version.value} > ${SCHEMA_VERSION}); upgrade kl`,
+    );
+  }
+  return db;
+}
+
+/** Stores a Float32Array as a little-endian BLOB (the layout sqlite-vec reads). */
+export function vectorToBlob(vector: Float32Array): Buffer {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
+}
+
+/** Reads a BLOB written by {@link vectorToBlob}. The result owns its memory. */
+export function blobToVector(blob: Buffer): Float32Array {
+  const out = new Float32Array(blob.byteLength / 4);
+  new Uint8Array(out.buffer).set(blob);
+  return out;
+}

@@ -1,0 +1,185 @@
+import { KnowledgeLayerError } from "../errors.js";
+import type {
+  CollectionInfo,
+  Metric,
+  VectorHit,
+  VectorRecord,
+  VectorSearchOptions,
+  VectorStore,
+} from "./contract.js";
+import { type Db, vectorToBlob } from "./database.js";
+
+const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The embedded default vector store: vectors as BLOBs in the project's SQLite
+ * file, searched with sqlite-vec's `vec_distance_cosine` (exact, brute-force
+ * k-nearest-neighbour search; cosine similarity = 1 − cosine distance).
+ *
+ * It shares the connection of the catalog, so a caller may wrap store writes and
+ * catalog writes in one SQLite transaction. The async methods run synchronously.
+ */
+export class SqliteVectorStore implements VectorStore {
+  constructor(private readonly db: Db) {}
+
+  async connect(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  async createCollection(name: string, dimension: number, metric: Metric): Promise<void> {
+    this.createCollectionSync(name, dimension, metric);
+  }
+
+  /** Synchronous {@link createCollection}, usable inside a transaction. */
+  createCollectionSync(name: string, dimension: number, metric: Metric): void {
+    if (!Number.isInteger(dimension) || dimension <= 0) {
+      throw new KnowledgeLayerError(
+        `collection "${name}": dimension must be a positive integer (got ${dimension})`,
+      );
+    }
+    const existing = this.collection(name);
+    if (existing) {
+      if (existing.dimension !== dimension || existing.metric !== metric) {
+        throw new KnowledgeLayerError(
+          `collection "${name}" exists with dimension ${existing.dimension}/${existing.metric}, not ${dimension}/${metric}`,
+        );
+      }
+      return;
+    }
+    this.db
+      .prepare("INSERT INTO vec_collections (name, dimension, metric) VALUES (?, ?, ?)")
+      .run(name, dimension, metric);
+  }
+
+  async addBatch(collection: string, records: VectorRecord[]): Promise<void> {
+    this.addBatchSync(collection, records);
+  }
+
+  /** Synchronous {@link addBatch}, usable inside a transaction. */
+  addBatchSync(collection: string, records: VectorRecord[]): void {
+    const info = this.requireCollection(collection);
+    const insert = this.db.prepare(
+      "INSERT OR REPLACE INTO vec_records (collection, id, vector, payload) VALUES (?, ?, ?, ?)",
+    );
+    this.db.transaction(() => {
+      for (const record of records) {
+        this.checkDimension(info, record);
+        insert.run(collection, record.id, vectorToBlob(record.vector), JSON.stringify(record.payload));
+      }
+    })();
+  }
+
+  async search(collection: string, vector: Float32Array, options: VectorSearchOptions): Promise<VectorHit[]> {
+    return this.searchSync(collection, vector, options);
+  }
+
+  /** Synchronous {@link search}. */
+  searchSync(collection: string, vector: Float32Array, options: VectorSearchOptions): VectorHit[] {
+    const info = this.requireCollection(collection);
+    if (vector.length !== info.dimension) {
+      throw new KnowledgeLayerError(
+        `query vector has dimension ${vector.length}, collection "${collection}" expects ${info.dimension}`,
+      );
+    }
+    const params: unknown[] = [vectorToBlob(vector), collection];
+    let where = "collection = ?";
+    for (const [key, value] of Object.entries(options.filter ?? {})) {
+      if (!FIELD.test(key)) throw new KnowledgeLayerError(`invalid filter field name "${key}"`);
+      where += ` AND json_extract(payload, '$.${key}') = ?`;
+      params.push(value);
+    }
+    params.push(Math.max(0, Math.floor(options.topK)));
+    const rows = this.db
+      .prepare(
+        `SELECT id, payload, vec_distance_cosine(vector, ?) AS distance FROM vec_records
+         WHERE ${where}
+         ORDER BY distance ASC, id ASC LIMIT ?`,
+      )
+      .all(...params) as { id: string; payload: string; distance: number }[];
+    const threshold = options.scoreThreshold;
+    const hits: VectorHit[] = [];
+    for (const row of rows) {
+      const score = 1 - row.distance;
+      if (threshold !== undefined && score < threshold) continue;
+      hits.push({ id: row.id, score, payload: JSON.parse(row.payload) });
+    }
+    return hits;
+  }
+
+  async delete(collection: string, ids: string[]): Promise<void> {
+    this.deleteSync(collection, ids);
+  }
+
+  /** Synchronous {@link delete}, usable inside a transaction. */
+  deleteSync(collection: string, ids: string[]): void {
+    const del = this.db.prepare("DELETE FROM vec_records WHERE collection = ? AND id = ?");
+    this.db.transaction(() => {
+      for (const id of ids) del.run(collection, id);
+    })();
+  }
+
+  async update(collection: string, records: VectorRecord[]): Promise<void> {
+    const info = this.requireCollection(collection);
+    const upd = this.db.prepare(
+      "UPDATE vec_records SET vector = ?, payload = ? WHERE collection = ? AND id = ?",
+    );
+    this.db.transaction(() => {
+      for (const record of records) {
+        this.checkDimension(info, record);
+        const result = upd.run(
+          vectorToBlob(record.vector),
+          JSON.stringify(record.payload),
+          collection,
+          record.id,
+        );
+        if (result.changes === 0) {
+          throw new KnowledgeLayerError(`collection "${collection}" has no record "${record.id}" to update`);
+        }
+      }
+    })();
+  }
+
+  async info(collection: string): Promise<CollectionInfo | undefined> {
+    const info = this.collection(collection);
+    if (!info) return undefined;
+    const { count } = this.db
+      .prepare("SELECT count(*) AS count FROM vec_records WHERE collection = ?")
+      .get(collection) as { count: number };
+    return { ...info, count };
+  }
+
+  async health(): Promise<boolean> {
+    try {
+      this.db.prepare("SELECT vec_version()").get();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Removes a collection and all its vectors. */
+  dropCollectionSync(name: string): void {
+    this.db.prepare("DELETE FROM vec_records WHERE collection = ?").run(name);
+    this.db.prepare("DELETE FROM vec_collections WHERE name = ?").run(name);
+  }
+
+  private collection(name: string): Omit<CollectionInfo, "count"> | undefined {
+    return this.db.prepare("SELECT name, dimension, metric FROM vec_collections WHERE name = ?").get(name) as
+      | Omit<CollectionInfo, "count">
+      | undefined;
+  }
+
+  private requireCollection(name: string): Omit<CollectionInfo, "count"> {
+    const info = this.collection(name);
+    if (!info) throw new KnowledgeLayerError(`vector collection "${name}" does not exist`);
+    return info;
+  }
+
+  private checkDimension(info: Omit<CollectionInfo, "count">, record: VectorRecord): void {
+    if (record.vector.length !== info.dimension) {
+      throw new KnowledgeLayerError(
+        `record "${record.id}" has dimension ${record.vector.length}, collection "${info.name}" expects ${info.dimension}`,
+      );
+    }
+  }
+}

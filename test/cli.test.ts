@@ -1,0 +1,97 @@
+import { spawnSync } from "node:child_process";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { docsPath, tempDir } from "./helpers.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const tmp = tempDir();
+const env = { ...process.env, KL_HOME: join(tmp.dir, "home") };
+
+/** Runs the CLI from source (the same code `dist/cli/main.js` is built from). */
+function kl(...args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(
+    process.execPath,
+    ["--import", join(ROOT, "node_modules/tsx/dist/loader.mjs"), join(ROOT, "src/cli/main.ts"), ...args],
+    {
+      cwd: tmp.dir,
+      env,
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  );
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+afterAll(() => tmp.cleanup());
+
+describe("kl CLI", () => {
+  it("creates, lists and shows knowledge bases with their own config", () => {
+    const created = kl("kb", "create", "manuals", "--strategy", "document", "--chunk-size", "800", "--json");
+    expect(created.code).toBe(0);
+    const config = JSON.parse(created.stdout);
+    expect(config.chunking).toMatchObject({ strategy: "document", chunkSize: 800 });
+    expect(config.chunking.chunkOverlap).toBeLessThan(800);
+    expect(config.retrieval).toMatchObject({
+      mode: "hybrid",
+      topK: 5,
+      vectorTopK: 20,
+      keywordTopK: 20,
+      rrfK: 60,
+    });
+    const list = kl("kb", "list", "--json");
+    expect(JSON.parse(list.stdout).map((k: { name: string }) => k.name)).toEqual(["default", "manuals"]);
+    const show = kl("kb", "show", "manuals");
+    expect(show.stdout).toContain("document, size 800");
+  });
+
+  it("rejects bad input with a clear message and exit code 1", () => {
+    const dup = kl("kb", "create", "manuals");
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain('knowledge base "manuals" already exists');
+    const bad = kl("kb", "create", "x", "--chunk-size", "100", "--chunk-overlap", "100");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/chunkOverlap \(100\) must be smaller than chunking.chunkSize \(100\)/);
+    const unknown = kl("search", "q", "--kb", "nope");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('unknown knowledge base "nope"');
+    const missing = kl("ingest", join(tmp.dir, "does-not-exist"));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("does-not-exist");
+  });
+
+  it("ingests keyword-only and prints a summary, then searches with --json", () => {
+    const ing = kl(
+      "ingest",
+      "--no-embed",
+      "--kb",
+      "manuals",
+      docsPath("markdown", "rust_book_src", "ch03-02-data-types.md"),
+    );
+    expect(ing.code).toBe(0);
+    expect(ing.stdout).toMatch(/1 added, 0 updated, 0 unchanged, 0 errors/);
+    const out = kl(
+      "search",
+      "--kb",
+      "manuals",
+      "--mode",
+      "keyword",
+      "--json",
+      "-k",
+      "3",
+      "floating-point types f32 f64",
+    );
+    expect(out.code).toBe(0);
+    const json = JSON.parse(out.stdout);
+    expect(json).toMatchObject({ query: "floating-point types f32 f64", mode: "keyword", kbs: ["manuals"] });
+    expect(json.results.length).toBeGreaterThan(0);
+    expect(json.results.length).toBeLessThanOrEqual(3);
+    const r = json.results[0];
+    expect(r.rank).toBe(1);
+    expect(r.source.path).toContain("ch03-02-data-types.md");
+    expect(r.source.headingPath).toContain("Data Types");
+    expect(r.text).toMatch(/f64/);
+    expect(typeof r.chunk.start).toBe("number");
+    const human = kl("search", "--kb", "manuals", "--mode", "keyword", "floating-point types");
+    expect(human.stdout).toMatch(/^1\. \[\d+\.\d+\] .*ch03-02-data-types\.md/m);
+  });
+});

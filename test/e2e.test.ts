@@ -1,0 +1,199 @@
+import { copyFileSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IngestSummary } from "../src/ingest/pipeline.js";
+import { KnowledgeLayer, type SearchResult } from "../src/knowledge-layer.js";
+import { chunkBody } from "../src/types.js";
+import { docsPath, tempDir } from "./helpers.js";
+
+const rust = (f: string): string => docsPath("markdown", "rust_book_src", f);
+const ham = (f: string): string => docsPath("email", "spamassassin_sample", "easy-ham-1", f);
+
+const KLEZ = ham("00004.864220c5b6930b209cc287c361c99af1.txt");
+const SUSE = ham("00027.4d456dd9ce0afde7629f94dc3034e0bb.txt");
+const PDF = docsPath("pdf", "pdf-parse_npm_test_data", "02-valid.pdf");
+const CORRUPT_PDF = docsPath("pdf", "pdf-parse_npm_test_data", "03-invalid.pdf");
+const SLACK = docsPath("slack", "slack_export_viewer_testarchive", "export");
+const REQUESTS_AUTH = docsPath("code", "psf+requests", "src", "requests", "auth.py");
+const GIN_AUTH = docsPath("code", "gin-gonic+gin", "auth.go");
+
+describe("end to end: ingest real documents and answer questions", () => {
+  const tmp = tempDir();
+  let kl: KnowledgeLayer;
+  let first: IngestSummary;
+  const empty = join(tmp.dir, "empty.md");
+
+  beforeAll(async () => {
+    writeFileSync(empty, "");
+    kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
+    first = await kl.ingest([
+      rust("ch01-01-installation.md"),
+      rust("ch04-01-what-is-ownership.md"),
+      rust("ch04-02-references-and-borrowing.md"),
+      rust("ch08-02-strings.md"),
+      KLEZ,
+      SUSE,
+      PDF,
+      CORRUPT_PDF,
+      SLACK,
+      REQUESTS_AUTH,
+      GIN_AUTH,
+      empty,
+    ]);
+  });
+
+  afterAll(() => {
+    kl.close();
+    tmp.cleanup();
+  });
+
+  it("ingests every good file and reports the corrupt PDF and the empty file without stopping", () => {
+    expect(first.added).toBe(10);
+    expect(first.errors.map((e) => basename(e.path)).sort()).toEqual(["03-invalid.pdf", "empty.md"]);
+    for (const e of first.errors) expect(e.reason.length).toBeGreaterThan(5);
+    // The Slack export yields one document per channel.
+    expect(first.documents).toBe(11);
+    expect(first.chunks).toBeGreaterThan(50);
+    expect(first.embedded.computed).toBeGreaterThan(50);
+  });
+
+  const top = async (q: string): Promise<SearchResult[]> => (await kl.search(q)).results;
+  const paths = (rs: SearchResult[]): string[] => rs.map((r) => r.source.path);
+
+  it("answers a Markdown question with heading-path attribution", async () => {
+    const rs = await top("What are the ownership rules in Rust?");
+    expect(rs).toHaveLength(5);
+    const hit = rs.find((r) => r.source.path === rust("ch04-01-what-is-ownership.md"));
+    expect(hit).toBeDefined();
+    expect(hit?.source.type).toBe("markdown");
+    expect(hit?.source.headingPath?.[0]).toBe("What Is Ownership?");
+    expect(hit?.chunk.total).toBeGreaterThan(1);
+    expect(hit?.chunk.end).toBeGreaterThan(hit?.chunk.start ?? 0);
+    expect(hit?.citation).toContain("ch04-01-what-is-ownership.md");
+  });
+
+  it("finds the installation chapter", async () => {
+    expect(paths(await top("How do I install Rust with rustup on Linux or macOS?"))).toContain(
+      rust("ch01-01-installation.md"),
+    );
+  });
+
+  it("answers from an email with sender, subject and date", async () => {
+    const rs = await top("how many new Klez virus infections are reported daily?");
+    const hit = rs.find((r) => r.source.path === KLEZ);
+    expect(hit).toBeDefined();
+    expect(hit?.source.type).toBe("email");
+    expect(hit?.source.subject).toContain("Klez");
+    expect(hit?.source.from).toBeTruthy();
+    expect(hit?.source.date?.startsWith("2002-")).toBe(true);
+    expect(paths(await top("Suse 7.2 does not detect my nVidia GeForce video card"))).toContain(SUSE);
+  });
+
+  it("answers from a PDF with page numbers", async () => {
+    const rs = await top("GaInP/GaAs solar cell structure");
+    const hit = rs.find((r) => r.source.path === PDF);
+    expect(hit).toBeDefined();
+    expect(hit?.source.type).toBe("pdf");
+    expect(hit?.source.page).toBeGreaterThanOrEqual(1);
+    expect(hit?.source.page).toBeLessThanOrEqual(5);
+  });
+
+  it("answers from Slack with channel, user and time", async () => {
+    const rs = await top("genetic algorithm versus simulated annealing");
+    const hit = rs.find((r) => r.source.type === "slack");
+    expect(hit).toBeDefined();
+    expect(hit?.source.channel).toBe("enrique");
+    expect(hit?.source.user).toBeTruthy();
+    expect(hit?.source.ts).toMatch(/^\d{10}\.\d+$/);
+  });
+
+  it("answers from source code", async () => {
+    const rs = await top("HTTP basic authentication username password header");
+    expect(paths(rs).some((p) => p === REQUESTS_AUTH || p === GIN_AUTH)).toBe(true);
+    const code = rs.find((r) => r.source.type === "code");
+    expect(["python", "go"]).toContain(code?.source.language);
+  });
+
+  it("keyword and vector modes return ranked results with their own scores", async () => {
+    const kw = await kl.search("ownership rules", { mode: "keyword" });
+    expect(kw.results[0]?.scores.keyword).toBeGreaterThan(0);
+    expect(kw.results[0]?.scores.vector).toBeUndefined();
+    const vec = await kl.search("ownership rules", { mode: "vector" });
+    const scores = vec.results.map((r) => r.score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(scores[0]).toBeLessThanOrEqual(1);
+  });
+
+  it("keeps every chunk's span exact, non-empty and well-formed", () => {
+    const rows = kl.db
+      .prepare(
+        "SELECT c.text, c.context_prefix, c.start, c.end, d.text AS source FROM chunks c JOIN documents d ON d.id = c.document_id",
+      )
+      .all() as { text: string; context_prefix: string | null; start: number; end: number; source: string }[];
+    expect(rows.length).toBe(first.chunks);
+    for (const r of rows) {
+      const body = chunkBody({ text: r.text, contextPrefix: r.context_prefix ?? undefined });
+      expect(r.source.slice(r.start, r.end)).toBe(body);
+      expect(body.trim().length).toBeGreaterThan(0);
+      expect(body.isWellFormed()).toBe(true);
+      expect(r.text.isWellFormed()).toBe(true);
+    }
+  });
+
+  it("re-ingesting unchanged files does nothing", async () => {
+    const before = kl.counts("default");
+    const again = await kl.ingest([rust("ch04-01-what-is-ownership.md"), KLEZ, PDF, SLACK]);
+    expect(again.unchanged).toBe(4);
+    expect(again.added + again.updated).toBe(0);
+    expect(again.chunks).toBe(0);
+    expect(again.embedded.computed).toBe(0);
+    expect(kl.counts("default")).toEqual(before);
+  });
+});
+
+describe("re-ingest of a modified file", () => {
+  it("replaces only that file's chunks, atomically, and reuses cached embeddings", async () => {
+    const tmp = tempDir();
+    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
+    try {
+      const a = join(tmp.dir, "slices.md");
+      const b = join(tmp.dir, "structs.md");
+      copyFileSync(rust("ch04-03-slices.md"), a);
+      copyFileSync(rust("ch05-01-defining-structs.md"), b);
+      kl.createKb("notes");
+      await kl.ingest([a, b], { kb: "notes" });
+      const ids = (path: string): number[] =>
+        (
+          kl.db
+            .prepare(
+              "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.path = ? ORDER BY c.id",
+            )
+            .all(path) as { id: number }[]
+        ).map((r) => r.id);
+      const aBefore = ids(a);
+      const bBefore = ids(b);
+      writeFileSync(b, `${"# Defining Structs\n\nA zebracorn struct holds a name and a horn length.\n\n"}`);
+      const s = await kl.ingest([a, b], { kb: "notes" });
+      expect(s.unchanged).toBe(1);
+      expect(s.updated).toBe(1);
+      expect(ids(a)).toEqual(aBefore);
+      const bAfter = ids(b);
+      expect(bAfter.length).toBe(1);
+      expect(bAfter.some((id) => bBefore.includes(id))).toBe(false);
+      const hits = await kl.search("zebracorn horn", { kbs: ["notes"] });
+      expect(hits.results[0]?.source.path).toBe(b);
+      // Old chunks are gone from BM25 and from the vector collection.
+      const orphans = kl.db
+        .prepare("SELECT count(*) AS n FROM postings WHERE chunk_id NOT IN (SELECT id FROM chunks)")
+        .get() as { n: number };
+      expect(orphans.n).toBe(0);
+      const vectors = (await kl.store.info("kb_notes"))?.count;
+      expect(vectors).toBe(kl.counts("notes").chunks);
+      // The default KB is untouched: KBs are isolated.
+      expect(kl.counts("default").chunks).toBe(0);
+    } finally {
+      kl.close();
+      tmp.cleanup();
+    }
+  });
+});
