@@ -171,6 +171,20 @@ export class KnowledgeLayer {
     return this.catalog.listKbs().map((kb) => ({ ...kb, counts: this.catalog.counts(kb.name) }));
   }
 
+  /**
+   * Deletes a knowledge base with its documents, chunks, BM25 postings and
+   * vectors, in one transaction. Cached embeddings are kept, so re-ingesting the
+   * same texts later costs no model calls.
+   * @throws KnowledgeLayerError for an unknown KB.
+   */
+  deleteKb(name: string): void {
+    if (!this.catalog.getKb(name)) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
+    this.db.transaction(() => {
+      this.store.dropCollectionSync(collectionName(name));
+      this.catalog.deleteKb(name);
+    })();
+  }
+
   /** Document and chunk counts of one KB. */
   counts(name: string): KbCounts {
     return this.catalog.counts(this.getKb(name).name);

@@ -647,6 +647,72 @@ describe("CODE", () => {
     ).toBe(true);
   });
 
+  test("definitions in Java, Rust, C, Ruby and TypeScript", () => {
+    const samples: [string, string, [string, string | undefined][]][] = [
+      [
+        "java",
+        "import java.util.List;\n\n/** Docs. */\n@Service\npublic class Foo {\n    int a;\n}\n",
+        [
+          ["code_block", undefined],
+          ["code_class", "Foo"],
+        ],
+      ],
+      [
+        "rust",
+        "use std::fmt;\n\n/// A point.\n#[derive(Debug)]\npub struct Point { x: i32 }\n\nimpl fmt::Display for Point {\n    fn fmt(&self) {}\n}\n\npub(crate) async fn run() {}\n",
+        [
+          ["code_block", undefined],
+          ["code_class", "Point"],
+          ["code_class", "fmt::Display for Point"],
+          ["code_function", "run"],
+        ],
+      ],
+      [
+        "c",
+        "#include <stdio.h>\n\n/* add */\nstatic int add(int a, int b) {\n    return a + b;\n}\n\nint main(int argc, char **argv) {\n    return add(1, 2);\n}\n",
+        [
+          ["code_block", undefined],
+          ["code_function", "add"],
+          ["code_function", "main"],
+        ],
+      ],
+      [
+        "ruby",
+        "module Foo\n  # bar\n  def self.bar\n    1\n  end\nend\n\nclass Baz < Foo\nend\n",
+        [
+          ["code_class", "Foo"],
+          ["code_class", "Baz"],
+        ],
+      ],
+      [
+        "typescript",
+        'import { z } from "zod";\n\nexport interface Props {\n  a: string;\n}\n\nexport const handler = async (req: Request): Promise<Response> => {\n  return new Response("ok");\n};\n',
+        [
+          ["code_block", undefined],
+          ["code_class", "Props"],
+          ["code_function", "handler"],
+        ],
+      ],
+    ];
+    for (const [language, text, expected] of samples) {
+      const chunks = run("code", doc(text, "code", { language }), cfg(1500));
+      expect(chunks.map((c) => [c.chunkType, c.metadata.symbol])).toEqual(expected);
+      if (language === "java") expect(chunks[1]?.text.startsWith("/** Docs. */\n@Service")).toBe(true);
+    }
+  });
+
+  test("pathological lines do not make the definition regexes backtrack", () => {
+    const text = `${"a*&".repeat(130)}\n`.repeat(200);
+    for (const language of ["c", "java", "javascript", "kotlin"]) {
+      const d = doc(text, "code", { language });
+      checkInvariants(
+        d,
+        timed(() => run("code", d, cfg(500))),
+        cfg(500),
+      );
+    }
+  });
+
   test("unknown languages split at blank lines", () => {
     const text = "block one line\nmore one\n\nblock two line\nmore two\n\nblock three";
     const chunks = run("code", doc(text, "code", { language: "cobol" }), cfg(30));

@@ -42,6 +42,13 @@ describe("kl CLI", () => {
     expect(JSON.parse(list.stdout).map((k: { name: string }) => k.name)).toEqual(["default", "manuals"]);
     const show = kl("kb", "show", "manuals");
     expect(show.stdout).toContain("document, size 800");
+    expect(kl("kb", "create", "scratch").code).toBe(0);
+    expect(kl("kb", "delete", "scratch").stdout).toContain('deleted knowledge base "scratch"');
+    expect(JSON.parse(kl("kb", "list", "--json").stdout).map((k: { name: string }) => k.name)).toEqual([
+      "default",
+      "manuals",
+    ]);
+    expect(kl("kb", "delete", "scratch").stderr).toContain('unknown knowledge base "scratch"');
   });
 
   it("rejects bad input with a clear message and exit code 1", () => {

@@ -182,7 +182,7 @@ const C: Family = {
       re: /^(?:template\s*<[^>]*>\s*)?(?:typedef\s+)?(?:class|struct|union|enum(?:\s+class)?|namespace)\s+([A-Za-z_]\w*)(?![\w\s]*;)/,
       kind: "class",
     },
-    { re: /^(?:[A-Za-z_][\w:<>*&,]*[\s*&]+)+\**([A-Za-z_][\w:~]*)\s*\([^;]*$/, kind: "function" },
+    { re: /^(?:[A-Za-z_][\w:<>,]*(?:\s*[*&]+\s*|\s+))+([A-Za-z_][\w:~]*)\s*\([^;]*$/, kind: "function" },
     { re: /^#define\s+([A-Za-z_]\w*)/, kind: "block" },
   ],
   comment: C_COMMENT,

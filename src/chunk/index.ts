@@ -16,15 +16,17 @@ import { chunkSemantic } from "./semantic.js";
 import { chunkSlack } from "./slack.js";
 import { type ChunkFn, defineChunker } from "./spans.js";
 
-export { createCodeChunker } from "./code.js";
+// Re-exports: per-strategy factories and functions, and the helpers other stages may use
+// (each is documented where it is defined).
+export { chunkCode, createCodeChunker } from "./code.js";
 export type { Chunker, ChunkerFactory } from "./contract.js";
-export { createDocumentChunker, parseMarkdownBlocks } from "./document.js";
-export { createEmailChunker, emailHeaderBlock } from "./email.js";
-export { createFixedChunker } from "./fixed.js";
-export { createSemanticChunker } from "./semantic.js";
+export { chunkMarkdown, createDocumentChunker, type MarkdownBlock, parseMarkdownBlocks } from "./document.js";
+export { chunkEmail, createEmailChunker, emailHeaderBlock, quotedSpans } from "./email.js";
+export { chunkFixed, createFixedChunker } from "./fixed.js";
+export { chunkSemantic, createSemanticChunker } from "./semantic.js";
 export { sentenceBoundaries, splitSentences } from "./sentences.js";
-export { createSlackChunker } from "./slack.js";
-export { validateChunkingConfig } from "./spans.js";
+export { chunkSlack, createSlackChunker, SLACK_MAX_GAP_SECONDS } from "./slack.js";
+export { type ChunkLimits, type Span, validateChunkingConfig } from "./spans.js";
 
 /** A concrete strategy (everything but `auto`). */
 export type ConcreteStrategy = Exclude<ChunkingStrategy, "auto">;

@@ -3,16 +3,34 @@ import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 import type { KbCounts, KbRecord } from "../store/catalog.js";
 
-/** Renders ingest progress as a bar on stderr (only when `enabled`, i.e. on a TTY). */
+/**
+ * Renders progress on stderr: a bar on a terminal; otherwise (logs, CI) one
+ * plain line at most every 10 seconds; nothing when `mode` is `off`.
+ */
 export class ProgressReporter {
   private bar: cliProgress.SingleBar | undefined;
   private label = "";
+  private lastLine = 0;
 
-  constructor(private readonly enabled: boolean) {}
+  constructor(private readonly mode: "bar" | "lines" | "off") {}
+
+  /** Picks `bar` on a TTY, `lines` otherwise, `off` when `quiet`. */
+  static forStderr(quiet: boolean): ProgressReporter {
+    return new ProgressReporter(quiet ? "off" : process.stderr.isTTY ? "bar" : "lines");
+  }
 
   /** Handles a progress event from ingest or evaluation. */
   update(event: IngestProgress | { phase: "query"; mode: string; done: number; total: number }): void {
-    if (!this.enabled) return;
+    if (this.mode === "off") return;
+    if (this.mode === "lines") {
+      if (event.phase === "discovered") return;
+      const now = Date.now();
+      if (now - this.lastLine < 10_000 && event.done !== event.total) return;
+      this.lastLine = now;
+      const what = event.phase === "query" ? `eval ${event.mode}` : event.phase;
+      process.stderr.write(`${what}: ${event.done}/${event.total}\n`);
+      return;
+    }
     if (event.phase === "discovered") {
       this.start("ingest", event.total);
     } else if (event.phase === "source") {

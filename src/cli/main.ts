@@ -141,6 +141,19 @@ kb.command("show")
     });
   });
 
+kb.command("delete")
+  .argument("<name>", "knowledge base name")
+  .description("delete a knowledge base with its documents, chunks and vectors (the embedding cache is kept)")
+  .action(async (name: string, _o, command: Command) => {
+    await withKl(command, (kl) => {
+      const counts = kl.counts(name);
+      kl.deleteKb(name);
+      console.log(
+        `deleted knowledge base "${name}" (${counts.documents} documents, ${counts.chunks} chunks)`,
+      );
+    });
+  });
+
 program
   .command("ingest")
   .argument(
@@ -153,7 +166,7 @@ program
   .option("--json", "print the summary as JSON")
   .action(async (paths: string[], o, command: Command) => {
     await withKl(command, async (kl) => {
-      const progress = new ProgressReporter(Boolean(process.stderr.isTTY) && !o.json);
+      const progress = ProgressReporter.forStderr(Boolean(o.json));
       try {
         const summary = await kl.ingest(paths, {
           kb: o.kb,
@@ -216,7 +229,7 @@ evalCmd
   .option("--json", "print JSON")
   .action(async (dir: string, o, command: Command) => {
     await withKl(command, async (kl) => {
-      const progress = new ProgressReporter(Boolean(process.stderr.isTTY) && !o.json);
+      const progress = ProgressReporter.forStderr(Boolean(o.json));
       const report = await evaluateBeir(kl, dir, {
         modes: o.mode,
         kb: o.kb,

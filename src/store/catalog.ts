@@ -87,6 +87,18 @@ export class Catalog {
     return { name: config.name, config, createdAt };
   }
 
+  /**
+   * Deletes a knowledge base's catalog rows: postings, chunks, documents and the
+   * KB itself. Call inside a transaction together with dropping its vectors.
+   * The embedding cache is shared and kept.
+   */
+  deleteKb(name: string): void {
+    this.db.prepare("DELETE FROM postings WHERE kb = ?").run(name);
+    this.db.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
+    this.db.prepare("DELETE FROM documents WHERE kb = ?").run(name);
+    this.db.prepare("DELETE FROM kbs WHERE name = ?").run(name);
+  }
+
   /** Document and chunk counts of a knowledge base. */
   counts(kb: string): KbCounts {
     const d = this.db

@@ -21,6 +21,8 @@ export function resolveDataDir(explicit?: string): string {
   return resolve(explicit ?? process.env.KL_HOME ?? ".kl");
 }
 
+// Document and chunk ids use AUTOINCREMENT so an id is never reused after a delete:
+// a vector stored under a chunk id can never be mistaken for a newer chunk.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS kbs (
@@ -29,7 +31,7 @@ CREATE TABLE IF NOT EXISTS kbs (
   created_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS documents (
-  id INTEGER PRIMARY KEY,
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
   kb TEXT NOT NULL,
   uri TEXT NOT NULL,
   path TEXT NOT NULL,
@@ -46,7 +48,7 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 CREATE INDEX IF NOT EXISTS documents_path ON documents (kb, path);
 CREATE TABLE IF NOT EXISTS chunks (
-  id INTEGER PRIMARY KEY,
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
   kb TEXT NOT NULL,
   document_id INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
   chunk_index INTEGER NOT NULL,
