@@ -1,6 +1,6 @@
 import { copyFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { IngestSummary } from "../src/ingest/pipeline.js";
 import { KnowledgeLayer, type SearchResult } from "../src/knowledge-layer.js";
 import { chunkBody } from "../src/types.js";
@@ -191,6 +191,47 @@ describe("re-ingest of a modified file", () => {
       expect(vectors).toBe(kl.counts("notes").chunks);
       // The default KB is untouched: KBs are isolated.
       expect(kl.counts("default").chunks).toBe(0);
+    } finally {
+      kl.close();
+      tmp.cleanup();
+    }
+  });
+});
+
+describe("crash safety of ingest", () => {
+  it("a write that fails mid-transaction leaves the previous version intact and the run going", async () => {
+    const tmp = tempDir();
+    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
+    try {
+      const doc = (text: string) => ({
+        uri: "mem:notes",
+        text,
+        metadata: { path: "mem:notes", type: "text" as const, title: "notes" },
+      });
+      const other = {
+        uri: "mem:other",
+        text: "Another note about gardening.",
+        metadata: { path: "mem:other", type: "text" as const },
+      };
+      await kl.ingestDocuments([doc("The first version mentions a heron.")], { embed: false });
+      // The chunk insert fails inside the transaction, after the old version's rows were deleted in it.
+      vi.spyOn(kl.catalog, "insertChunk").mockImplementationOnce(() => {
+        throw new Error("disk I/O error");
+      });
+      const s = await kl.ingestDocuments([doc("The second version mentions a kingfisher."), other], {
+        embed: false,
+      });
+      expect(s.errors).toHaveLength(1);
+      expect(s.errors[0]?.path).toBe("mem:notes");
+      expect(s.errors[0]?.reason).toBe("cannot store: disk I/O error");
+      expect(s.added).toBe(1);
+      expect(s.updated).toBe(0);
+      expect(s.documents).toBe(1);
+      const heron = await kl.search("heron", { mode: "keyword" });
+      expect(heron.results[0]?.source.uri).toBe("mem:notes");
+      expect((await kl.search("kingfisher", { mode: "keyword" })).results).toHaveLength(0);
+      expect((await kl.search("gardening", { mode: "keyword" })).results[0]?.source.uri).toBe("mem:other");
+      expect(kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
     } finally {
       kl.close();
       tmp.cleanup();

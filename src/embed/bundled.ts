@@ -141,6 +141,20 @@ function normalise(v: Float32Array): Float32Array {
   return v;
 }
 
+/**
+ * Cuts token ids into ⌈n/size⌉ consecutive windows of near-equal length (each
+ * at most `size`), so no window is a tiny remainder. `[]` gives `[[]]`.
+ */
+export function splitWindows(ids: number[], size: number): number[][] {
+  if (ids.length <= size) return [ids];
+  const count = Math.ceil(ids.length / size);
+  const out: number[][] = [];
+  for (let k = 0; k < count; k++) {
+    out.push(ids.slice(Math.round((k * ids.length) / count), Math.round(((k + 1) * ids.length) / count)));
+  }
+  return out;
+}
+
 /** Options for {@link BundledEmbedder}. */
 export interface BundledEmbedderOptions {
   /**
@@ -148,6 +162,13 @@ export interface BundledEmbedderOptions {
    * per-call overhead; measured throughput is flat from 32 to 64.
    */
   batchSize?: number;
+  /**
+   * What to do with a text longer than the model's 128-token window:
+   * `mean` (default) cuts its tokens into ⌈n/128⌉ equal windows, embeds each and
+   * returns the length-weighted mean, re-normalised, so the whole text counts;
+   * `truncate` embeds only the first 128 tokens (cheaper: one window per text).
+   */
+  longText?: "mean" | "truncate";
 }
 
 /**
@@ -157,9 +178,9 @@ export interface BundledEmbedderOptions {
  *
  * - Vectors: `Float32Array` of length 512, L2 norm 1 (dot product = cosine).
  * - Input: any string. Text is NFKC-normalised and cut into SentencePiece
- *   pieces; the model reads only the first 128 pieces (about 80-100 English
- *   words, ~500 characters), so anything after that does not change the
- *   vector. Chunk long documents before embedding.
+ *   pieces; the model reads 128 pieces at a time (about 80-100 English words,
+ *   ~500 characters). Longer texts are embedded window by window and averaged
+ *   (`longText: "mean"`, the default) or cut to the first window (`truncate`).
  * - The empty string is embedded as a single space (" "), so it gets a fixed,
  *   valid vector rather than an error.
  * - Deterministic: the same text gives the same vector; within a call texts
@@ -178,6 +199,7 @@ export class BundledEmbedder implements Embedder {
   /** Always 512. */
   readonly dimension = DIMENSION;
   private readonly batchSize: number;
+  private readonly longText: "mean" | "truncate";
 
   /**
    * Creates an embedder; the model itself is loaded lazily by the first embed call.
@@ -189,6 +211,7 @@ export class BundledEmbedder implements Embedder {
       throw new ConfigError(`embedding batch size must be an integer >= 1, got ${batchSize}`);
     }
     this.batchSize = batchSize;
+    this.longText = options.longText ?? "mean";
   }
 
   /**
@@ -200,24 +223,29 @@ export class BundledEmbedder implements Embedder {
   async embedTexts(texts: string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     const { graph, tokenizer } = await loadModel();
-    const encoded = texts.map((text) => {
-      const ids = tokenizer.encode(text, USE_MAX_TOKENS);
-      return ids.length > 0 ? ids : tokenizer.encode(EMPTY_TEXT_STANDIN, USE_MAX_TOKENS);
+    // Each text becomes one or more windows of at most 128 token ids.
+    const windows: { text: number; ids: number[] }[] = [];
+    texts.forEach((text, i) => {
+      let ids = tokenizer.encode(text, this.longText === "mean" ? Number.POSITIVE_INFINITY : USE_MAX_TOKENS);
+      if (ids.length === 0) ids = tokenizer.encode(EMPTY_TEXT_STANDIN, USE_MAX_TOKENS);
+      for (const part of splitWindows(ids, USE_MAX_TOKENS)) windows.push({ text: i, ids: part });
     });
-    // Grouping texts of similar length shrinks the padded [batch, length] matrix.
-    const order = encoded
+    const order = windows
       .map((_, i) => i)
-      .sort((a, b) => (encoded[a]?.length ?? 0) - (encoded[b]?.length ?? 0));
-    const vectors = new Array<Float32Array>(texts.length);
+      .sort((a, b) => (windows[a]?.ids.length ?? 0) - (windows[b]?.ids.length ?? 0));
+    const sums = texts.map(() => new Float32Array(DIMENSION));
     for (let start = 0; start < order.length; start += this.batchSize) {
       const rows = order.slice(start, start + this.batchSize);
-      const batch = rows.map((i) => encoded[i] ?? []);
+      const batch = rows.map((i) => windows[i]?.ids ?? []);
       const out = await serially(() => runBatch(graph, batch));
       rows.forEach((i, j) => {
-        vectors[i] = out[j] as Float32Array;
+        const w = windows[i] as { text: number; ids: number[] };
+        const v = out[j] as Float32Array;
+        const sum = sums[w.text] as Float32Array;
+        for (let d = 0; d < DIMENSION; d++) sum[d] = (sum[d] as number) + (v[d] as number) * w.ids.length;
       });
     }
-    return vectors;
+    return sums.map(normalise);
   }
 
   /**

@@ -76,6 +76,8 @@ export interface SourceUnit {
 
 interface PreparedUnit {
   unit: SourceUnit;
+  /** The unit had documents before this run. */
+  replaces: boolean;
   docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
   vectors?: Float32Array[];
 }
@@ -215,7 +217,14 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
         offset += n;
       }
     }
-    for (const p of pending) commitUnit(ctx, p, hash, embed, summary);
+    for (const p of pending) {
+      try {
+        commitUnit(ctx, p, hash, embed, summary);
+      } catch (error) {
+        // The transaction rolled back: the source keeps its previous chunks, if any.
+        summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
+      }
+    }
     pending = [];
     pendingChunks = 0;
   };
@@ -233,7 +242,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     } else {
       try {
         const docs = await unit.load();
-        const prepared: PreparedUnit = { unit, docs: [] };
+        const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [] };
         for (const doc of docs) {
           const chunks = await chunkDocument(doc, config.chunking);
           prepared.docs.push({ doc, chunks });
@@ -243,8 +252,6 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
           summary.errors.push({ path: unit.path, reason: "no text to index (extracted text is empty)" });
         } else {
           pending.push(prepared);
-          if (existing.length > 0) summary.updated++;
-          else summary.added++;
         }
       } catch (error) {
         summary.errors.push({ path: unit.path, reason: errorReason(error) });
@@ -305,10 +312,14 @@ function commitUnit(
           records.push({ id: String(chunkId), vector, payload: { documentId, type: doc.metadata.type } });
       }
       if (records.length > 0) store.addBatchSync(collection, records);
-      summary.documents++;
-      summary.chunks += chunks.length;
     }
   })();
+  // Counted only once the transaction has committed.
+  const written = prepared.docs.filter((d) => d.chunks.length > 0);
+  summary.documents += written.length;
+  summary.chunks += written.reduce((n, d) => n + d.chunks.length, 0);
+  if (prepared.replaces) summary.updated++;
+  else summary.added++;
 }
 
 function errorReason(error: unknown): string {
