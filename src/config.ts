@@ -54,6 +54,10 @@ export interface RetrievalConfig {
   keywordTopK: number;
   /** Reciprocal rank fusion constant k (Cormack et al. 2009). Default 60. */
   rrfK: number;
+  /** Weight of the vector list in hybrid fusion (≥ 0; 0 means the list is ignored). Default 1. */
+  vectorWeight: number;
+  /** Weight of the BM25 list in hybrid fusion (≥ 0; 0 means the list is ignored). Default 1. */
+  keywordWeight: number;
   /** Results returned. Default 5. */
   topK: number;
   /** Minimum cosine similarity for vector candidates, in [-1, 1]. Default 0 (0 means 0). */
@@ -91,6 +95,8 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
       vectorTopK: 20,
       keywordTopK: 20,
       rrfK: 60,
+      vectorWeight: 1,
+      keywordWeight: 1,
       topK: 5,
       minScore: 0,
       dedupThreshold: 0.9,
@@ -144,6 +150,8 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   checkInt(r.keywordTopK, "retrieval.keywordTopK", 1, fail);
   checkInt(r.topK, "retrieval.topK", 1, fail);
   if (!(r.rrfK >= 0)) fail("retrieval.rrfK", `must be >= 0 (got ${r.rrfK})`);
+  if (!(r.vectorWeight >= 0)) fail("retrieval.vectorWeight", `must be >= 0 (got ${r.vectorWeight})`);
+  if (!(r.keywordWeight >= 0)) fail("retrieval.keywordWeight", `must be >= 0 (got ${r.keywordWeight})`);
   if (!(r.minScore >= -1 && r.minScore <= 1))
     fail("retrieval.minScore", `must be in [-1, 1] (got ${r.minScore})`);
   if (!(r.dedupThreshold > 0 && r.dedupThreshold <= 1)) {

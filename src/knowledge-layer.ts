@@ -36,6 +36,9 @@ export interface SearchOptions {
   vectorTopK?: number;
   /** BM25 candidates per KB. */
   keywordTopK?: number;
+  /** Hybrid fusion weights; default from each KB's config. */
+  vectorWeight?: number;
+  keywordWeight?: number;
   /** Skip near-duplicate removal (used by evaluation). */
   keepDuplicates?: boolean;
 }
@@ -230,7 +233,7 @@ export class KnowledgeLayer {
 
     type Candidate = { kb: string; chunkId: number; vector?: number; keyword?: number };
     const candidates = new Map<string, Candidate>();
-    const lists: string[][] = [];
+    const lists: { ids: string[]; weight: number }[] = [];
     const note = (kb: string, chunkId: number, field: "vector" | "keyword", score: number): string => {
       const key = `${kb}:${chunkId}`;
       const c = candidates.get(key) ?? { kb, chunkId };
@@ -249,9 +252,10 @@ export class KnowledgeLayer {
             topK: options.vectorTopK ?? r.vectorTopK,
             scoreThreshold: r.minScore,
           });
-          lists.push(hits.map((h) => note(kb.name, Number(h.id), "vector", h.score)));
+          const ids = hits.map((h) => note(kb.name, Number(h.id), "vector", h.score));
+          lists.push({ ids, weight: options.vectorWeight ?? r.vectorWeight });
         } else {
-          lists.push([]);
+          lists.push({ ids: [], weight: 0 });
         }
       }
       if (mode === "keyword" || mode === "hybrid") {
@@ -260,21 +264,23 @@ export class KnowledgeLayer {
           b: r.bm25B,
           analyzer: r.analyzer,
         });
-        lists.push(hits.map((h) => note(kb.name, h.chunkId, "keyword", h.score)));
+        const ids = hits.map((h) => note(kb.name, h.chunkId, "keyword", h.score));
+        lists.push({ ids, weight: options.keywordWeight ?? r.keywordWeight });
       }
     }
 
     let ordered: { key: string; score: number; fused?: number }[];
     if (lists.length === 1) {
-      ordered = (lists[0] ?? []).map((key) => {
+      ordered = (lists[0]?.ids ?? []).map((key) => {
         const c = candidates.get(key) as Candidate;
         return { key, score: (mode === "vector" ? c.vector : c.keyword) ?? 0 };
       });
     } else {
-      ordered = reciprocalRankFusion(
-        lists.map((ids) => ({ ids })),
-        first.config.retrieval.rrfK,
-      ).map((f) => ({ key: f.id, score: f.score, fused: f.score }));
+      ordered = reciprocalRankFusion(lists, first.config.retrieval.rrfK).map((f) => ({
+        key: f.id,
+        score: f.score,
+        fused: f.score,
+      }));
     }
 
     const chunkIds = ordered.map((o) => (candidates.get(o.key) as Candidate).chunkId);

@@ -122,6 +122,11 @@ describe("end to end: ingest real documents and answer questions", () => {
     const scores = vec.results.map((r) => r.score);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
     expect(scores[0]).toBeLessThanOrEqual(1);
+    // A fusion weight of 0 silences a list: hybrid then ranks like the other list.
+    const onlyVector = await kl.search("ownership rules", { mode: "hybrid", keywordWeight: 0 });
+    expect(onlyVector.results.map((r) => r.chunkId)).toEqual(vec.results.map((r) => r.chunkId));
+    const onlyKeyword = await kl.search("ownership rules", { mode: "hybrid", vectorWeight: 0 });
+    expect(onlyKeyword.results.map((r) => r.chunkId)).toEqual(kw.results.map((r) => r.chunkId));
   });
 
   it("keeps every chunk's span exact, non-empty and well-formed", () => {

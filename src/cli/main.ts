@@ -23,6 +23,15 @@ const int =
     return n;
   };
 
+const weight =
+  (name: string) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === "" || !Number.isFinite(n) || n < 0)
+      throw new InvalidArgumentError(`${name} must be a number >= 0`);
+    return n;
+  };
+
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 function parseModes(value: string): RetrievalMode[] {
@@ -76,6 +85,16 @@ kb.command("create")
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
   .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
   .option("--top-k <n>", "results returned by default (default 5)", int("--top-k"))
+  .option(
+    "--vector-weight <w>",
+    "weight of the vector list in hybrid RRF (default 1; 0 ignores it)",
+    weight("--vector-weight"),
+  )
+  .option(
+    "--keyword-weight <w>",
+    "weight of the BM25 list in hybrid RRF (default 1; 0 ignores it)",
+    weight("--keyword-weight"),
+  )
   .addOption(
     new Option("--analyzer <name>", "BM25 analyzer (default english: stop words + Porter stemming)").choices([
       ...ANALYZERS,
@@ -96,6 +115,8 @@ kb.command("create")
           mode: o.mode as RetrievalMode | undefined,
           topK: o.topK,
           analyzer: o.analyzer as Analyzer | undefined,
+          vectorWeight: o.vectorWeight,
+          keywordWeight: o.keywordWeight,
         },
       });
       if (o.json) console.log(JSON.stringify(record.config, null, 2));
