@@ -182,10 +182,12 @@ export class KnowledgeLayer {
    */
   deleteKb(name: string): void {
     if (!this.catalog.getKb(name)) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
-    this.db.transaction(() => {
-      this.store.dropCollectionSync(collectionName(name));
-      this.catalog.deleteKb(name);
-    })();
+    this.db
+      .transaction(() => {
+        this.store.dropCollectionSync(collectionName(name));
+        this.catalog.deleteKb(name);
+      })
+      .immediate();
   }
 
   /** Document and chunk counts of one KB. */
@@ -217,9 +219,8 @@ export class KnowledgeLayer {
    */
   async search(query: string, options: SearchOptions = {}): Promise<SearchResponse> {
     const started = Date.now();
-    const kbs = (options.kbs && options.kbs.length > 0 ? options.kbs : [DEFAULT_KB]).map((n) =>
-      this.getKb(n),
-    );
+    const names = options.kbs && options.kbs.length > 0 ? [...new Set(options.kbs)] : [DEFAULT_KB];
+    const kbs = names.map((n) => this.getKb(n));
     const first = kbs[0] as KbRecord;
     const mode = options.mode ?? first.config.retrieval.mode;
     if (!RETRIEVAL_MODES.includes(mode)) {
@@ -249,7 +250,8 @@ export class KnowledgeLayer {
         if (await this.store.info(collection)) {
           const vector = await this.embedder(kb.config).embedQuery(query);
           const hits = this.store.searchSync(collection, vector, {
-            topK: options.vectorTopK ?? r.vectorTopK,
+            // Never fewer candidates than results asked for.
+            topK: Math.max(options.vectorTopK ?? r.vectorTopK, topK),
             scoreThreshold: r.minScore,
           });
           const ids = hits.map((h) => note(kb.name, Number(h.id), "vector", h.score));
@@ -259,7 +261,7 @@ export class KnowledgeLayer {
         }
       }
       if (mode === "keyword" || mode === "hybrid") {
-        const hits = this.bm25.search(kb.name, query, options.keywordTopK ?? r.keywordTopK, {
+        const hits = this.bm25.search(kb.name, query, Math.max(options.keywordTopK ?? r.keywordTopK, topK), {
           k1: r.bm25K1,
           b: r.bm25B,
           analyzer: r.analyzer,
@@ -308,7 +310,7 @@ export class KnowledgeLayer {
         text: s.text,
         chunk: { index: s.chunkIndex, total: s.totalChunks, type: s.chunkType, start: s.start, end: s.end },
         source,
-        citation: formatCitation(source, s),
+        citation: formatCitation(source, s, null),
       };
     });
     return { query, mode, kbs: kbs.map((k) => k.name), results, tookMs: Date.now() - started };

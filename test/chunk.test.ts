@@ -17,6 +17,7 @@ import {
   type SlackMessage,
   slackDoc,
 } from "./chunk-helpers.js";
+import { docsPath } from "./helpers.js";
 
 const ALL: ConcreteStrategy[] = ["fixed", "semantic", "document", "email", "slack", "code"];
 
@@ -420,8 +421,12 @@ describe("DOCUMENT", () => {
     expect(separate[0]?.contextPrefix).toBeUndefined();
     expect(separate[2]?.contextPrefix).toBe("Guide > Alpha");
     const merged = run("document", doc(text, "markdown"), cfg(500, 0, 100));
-    expect(merged.map((c) => c.metadata.headingPath)).toEqual([[], ["Guide"], ["Guide"]]);
-    expect(merged[2]?.text).toBe("Guide\n\nAlpha\n-----\n\nAlpha text.\n\nBeta\n----\n\nBeta text.");
+    // Small siblings merge under their parent, and the parent's short intro joins them
+    // (same heading path): one "Guide" chunk besides the preamble.
+    expect(merged.map((c) => c.metadata.headingPath)).toEqual([[], ["Guide"]]);
+    expect(merged[1]?.text).toBe(
+      "Guide\n\nGuide\n=====\n\nIntro to the guide.\n\nAlpha\n-----\n\nAlpha text.\n\nBeta\n----\n\nBeta text.",
+    );
   });
 
   test("a heading without content joins its first subsection", () => {
@@ -779,5 +784,42 @@ describe("the invariant checker itself", () => {
       checkInvariants(d, [{ ...(good[0] as Chunk), start: 1 }, ...good.slice(1)], cfg(6)),
     ).toThrow();
     expect(() => checkInvariants(d, good, cfg(4))).toThrow();
+  });
+});
+
+describe("tiny fragments merge into their neighbours (fresh-user report)", () => {
+  const config = { strategy: "auto" as const, chunkSize: 1500, chunkOverlap: 150, minChunkSize: 500 };
+  const absorbable = (chunks: Chunk[], docText: string): Chunk[] =>
+    chunks.filter((c, i) => {
+      const prev = chunks[i - 1];
+      if (!prev || c.end - c.start >= 500) return false;
+      const same =
+        JSON.stringify(prev.metadata.headingPath ?? []) === JSON.stringify(c.metadata.headingPath ?? []);
+      const merged =
+        (prev.contextPrefix ? prev.contextPrefix.length + 2 : 0) + docText.slice(prev.start, c.end).length;
+      return same && merged <= 1500 && prev.chunkType !== "email_start";
+    });
+
+  test("no short piece of a Rust book section or of requests' code stays alone when it fits its neighbour", async () => {
+    const { readdirSync } = await import("node:fs");
+    const { extractFile } = await import("../src/extract/index.js");
+    const dir = docsPath("markdown", "rust_book_src");
+    const files = [
+      ...readdirSync(dir)
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => `${dir}/${f}`),
+      ...["auth.py", "sessions.py", "models.py", "utils.py"].map((f) =>
+        docsPath("code", "psf+requests", "src", "requests", f),
+      ),
+    ];
+    let total = 0;
+    for (const file of files) {
+      for (const d of await extractFile(file)) {
+        const chunks = await chunkDocument(d, config);
+        total += chunks.length;
+        expect(absorbable(chunks, d.text).map((c) => `${file}#${c.chunkIndex}`)).toEqual([]);
+      }
+    }
+    expect(total).toBeGreaterThan(1000);
   });
 });

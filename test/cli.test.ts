@@ -75,7 +75,7 @@ describe("kl CLI", () => {
       docsPath("markdown", "rust_book_src", "ch03-02-data-types.md"),
     );
     expect(ing.code).toBe(0);
-    expect(ing.stdout).toMatch(/1 added, 0 updated, 0 unchanged, 0 errors/);
+    expect(ing.stdout).toMatch(/1 added, 0 updated, 0 unchanged, 0 removed, 0 errors/);
     const out = kl(
       "search",
       "--kb",

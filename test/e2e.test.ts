@@ -243,3 +243,35 @@ describe("crash safety of ingest", () => {
     }
   });
 });
+
+describe("re-ingest of a folder mirrors it", () => {
+  it("removes sources that were deleted, emptied or became unsupported", async () => {
+    const tmp = tempDir();
+    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
+    try {
+      const folder = join(tmp.dir, "docs");
+      const { mkdirSync, rmSync } = await import("node:fs");
+      mkdirSync(folder);
+      writeFileSync(join(folder, "a.md"), "# Herons\n\nHerons wade in shallow water.\n");
+      writeFileSync(join(folder, "b.md"), "# Kingfishers\n\nKingfishers dive for fish.\n");
+      writeFileSync(join(folder, "c.md"), "# Ospreys\n\nOspreys hover before they strike.\n");
+      writeFileSync(join(folder, "d.txt"), "Cormorants dry their wings in the sun.\n");
+      const first = await kl.ingest([folder], { embed: false });
+      expect(first.added).toBe(4);
+      rmSync(join(folder, "a.md"));
+      writeFileSync(join(folder, "b.md"), "");
+      writeFileSync(join(folder, "d.txt"), Buffer.from([0, 1, 2, 3, 0, 255]));
+      const second = await kl.ingest([folder], { embed: false });
+      expect(second.removed.map((p) => basename(p)).sort()).toEqual(["a.md", "b.md", "d.txt"]);
+      expect(second.unchanged).toBe(1);
+      expect(kl.counts("default").documents).toBe(1);
+      for (const q of ["herons", "kingfishers", "cormorants"]) {
+        expect((await kl.search(q, { mode: "keyword" })).results).toHaveLength(0);
+      }
+      expect((await kl.search("ospreys", { mode: "keyword" })).results).toHaveLength(1);
+    } finally {
+      kl.close();
+      tmp.cleanup();
+    }
+  });
+});

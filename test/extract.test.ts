@@ -674,3 +674,23 @@ describe("discoverSources", () => {
     await expect(discoverSources(["/definitely/not/here"])).rejects.toThrow("/definitely/not/here");
   });
 });
+
+describe("email detection in .txt files (fresh-user report)", () => {
+  it("detects SpamAssassin messages that start with Return-Path or Received headers", async () => {
+    const { detectSourceType } = await import("../src/extract/detect.js");
+    const { readdirSync } = await import("node:fs");
+    const dir = docsPath("email", "spamassassin_sample", "hard-ham-1");
+    const files = readdirSync(dir).filter((f) => f.endsWith(".txt"));
+    expect(files.length).toBeGreaterThan(100);
+    const types = files.map((f) => detectSourceType(`${dir}/${f}`));
+    expect(types.filter((t) => t === "email").length).toBe(files.length);
+    // A plain .txt file with prose is still text.
+    expect(
+      detectSourceType(docsPath("chinese", "debian_reference_zh_cn", "debian-reference.zh-cn.txt")),
+    ).toBe("text");
+    const tmp = tempDir();
+    writeFileSync(join(tmp.dir, "note.txt"), "From: the start of a story\nit was a dark night\n");
+    expect(detectSourceType(join(tmp.dir, "note.txt"))).toBe("text");
+    tmp.cleanup();
+  });
+});

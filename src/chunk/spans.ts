@@ -237,7 +237,59 @@ export function defineChunker(
   return {
     name,
     chunk(doc: ExtractedDocument): Chunk[] {
-      return finalizeChunks(annotatePages(doc, fn(doc, limits)));
+      return finalizeChunks(annotatePages(doc, mergeTinyChunks(doc, fn(doc, limits), limits)));
     },
   };
+}
+
+/** Chunk types whose tiny pieces are merged by {@link mergeTinyChunks} (email and Slack keep their own units). */
+const MERGEABLE = new Set(["text", "paragraph", "section", "code_function", "code_class", "code_block"]);
+
+/**
+ * Merges a chunk whose body is shorter than `limits.minSize` into its previous
+ * neighbour (else its next one) when the merged chunk (context prefix + body)
+ * still fits `limits.size`. The merged body is the exact source span from the
+ * first chunk's start to the last one's end, so no text is lost and offsets stay
+ * exact; the earlier chunk's prefix, type and metadata are kept. Stops stray
+ * fragments (a lone `/**`, a link definition, an HTML comment) from becoming
+ * chunks of their own. Applies to text, paragraph and code chunks, and to
+ * section chunks of the same heading path (pieces of one split section).
+ */
+export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits: ChunkLimits): Chunk[] {
+  if (limits.minSize <= 0 || chunks.length < 2) return chunks;
+  const out = [...chunks].sort((a, b) => a.start - b.start || a.end - b.end);
+  const merge = (a: Chunk, b: Chunk): Chunk | undefined => {
+    if (!MERGEABLE.has(a.chunkType) || !MERGEABLE.has(b.chunkType)) return undefined;
+    // Sections merge only with pieces of the same section: separate headings stay separate chunks.
+    if ((a.chunkType === "section" || b.chunkType === "section") && !sameHeadingPath(a, b)) return undefined;
+    const end = Math.max(a.end, b.end);
+    const body = doc.text.slice(a.start, end);
+    const text = withContext(a.contextPrefix, body);
+    if (text.length > limits.size) return undefined;
+    return { ...a, end, text };
+  };
+  const tiny = (c: Chunk): boolean => c.end - c.start < limits.minSize;
+  let i = 0;
+  while (i < out.length) {
+    const c = out[i] as Chunk;
+    if (tiny(c) && out.length > 1) {
+      const prev = i > 0 ? merge(out[i - 1] as Chunk, c) : undefined;
+      if (prev) {
+        out.splice(i - 1, 2, prev);
+        i = Math.max(0, i - 1);
+        continue;
+      }
+      const next = i + 1 < out.length ? merge(c, out[i + 1] as Chunk) : undefined;
+      if (next) {
+        out.splice(i, 2, next);
+        continue;
+      }
+    }
+    i++;
+  }
+  return out;
+}
+
+function sameHeadingPath(a: Chunk, b: Chunk): boolean {
+  return JSON.stringify(a.metadata.headingPath ?? []) === JSON.stringify(b.metadata.headingPath ?? []);
 }

@@ -1,6 +1,7 @@
 import cliProgress from "cli-progress";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
+import { formatCitation } from "../retrieve/attribution.js";
 import type { KbCounts, KbRecord } from "../store/catalog.js";
 
 /**
@@ -73,11 +74,12 @@ function shorten(path: string, max = 40): string {
 /** Human-readable ingest summary. */
 export function formatIngestSummary(s: IngestSummary): string {
   const lines = [
-    `kb "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ` +
+    `kb "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ${s.removed.length} removed, ` +
       `${s.errors.length} errors, ${s.skipped.length} skipped`,
     `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached; ${(s.durationMs / 1000).toFixed(1)} s`,
   ];
   for (const e of s.errors) lines.push(`  error   ${e.path}: ${e.reason}`);
+  for (const p of s.removed) lines.push(`  removed ${p}`);
   for (const e of s.skipped.slice(0, 20)) lines.push(`  skipped ${e.path}: ${e.reason}`);
   if (s.skipped.length > 20) lines.push(`  … and ${s.skipped.length - 20} more skipped`);
   return lines.join("\n");
@@ -89,7 +91,13 @@ export function formatSearchResults(r: SearchResponse): string {
   const out: string[] = [];
   for (const x of r.results) {
     const parts = Object.entries(x.scores).map(([k, v]) => `${k} ${v.toFixed(k === "fused" ? 4 : 3)}`);
-    out.push(`${x.rank}. [${x.score.toFixed(4)}] ${x.citation}${r.kbs.length > 1 ? `  (kb ${x.kb})` : ""}`);
+    const citation = formatCitation(x.source, {
+      chunkIndex: x.chunk.index,
+      totalChunks: x.chunk.total,
+      start: x.chunk.start,
+      end: x.chunk.end,
+    });
+    out.push(`${x.rank}. [${x.score.toFixed(4)}] ${citation}${r.kbs.length > 1 ? `  (kb ${x.kb})` : ""}`);
     out.push(`   ${x.source.title ? `${x.source.title} · ` : ""}${x.source.type} · ${parts.join(", ")}`);
     const snippet = x.text.replace(/\s+/g, " ").trim();
     out.push(`   ${snippet.length > 300 ? `${snippet.slice(0, 300)}…` : snippet}`);

@@ -76,15 +76,17 @@ export class CachedEmbedder implements Embedder {
     for (let i = 0; i < pending.length; i += step) {
       const slice = pending.slice(i, i + step);
       const vectors = await this.inner.embedTexts(slice.map(([, m]) => m.text));
-      this.db.transaction(() => {
-        slice.forEach(([hash, m], j) => {
-          const vector = vectors[j] as Float32Array;
-          this.put.run(this.provider, this.modelId, hash, vectorToBlob(vector));
-          for (const index of m.indices) out[index] = vector;
-          this.stats.misses += m.indices.length;
-          done += m.indices.length;
-        });
-      })();
+      this.db
+        .transaction(() => {
+          slice.forEach(([hash, m], j) => {
+            const vector = vectors[j] as Float32Array;
+            this.put.run(this.provider, this.modelId, hash, vectorToBlob(vector));
+            for (const index of m.indices) out[index] = vector;
+            this.stats.misses += m.indices.length;
+            done += m.indices.length;
+          });
+        })
+        .immediate();
       onProgress?.(done, texts.length);
     }
     return out as Float32Array[];

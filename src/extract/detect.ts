@@ -188,9 +188,9 @@ export function isSlackExport(dir: string): boolean {
  * text; `.html .htm .xhtml` → html; `.pdf` → pdf; `.eml` → email; source-code
  * extensions (see {@link languageForPath}) → code. A Slack export folder → slack.
  * Content sniffing (reads at most 4 KB): a `.txt` file or a file with no or an
- * unknown extension that starts with an mbox `From ` line followed by mail headers
- * → email (the SpamAssassin corpus is stored this way); a file with no or an
- * unknown extension that starts with mail header lines → email.
+ * unknown extension that starts with an mbox `From ` line followed by mail
+ * headers, or directly with at least two RFC 5322 header lines (`Return-Path:`,
+ * `Received:`, `From:` …), → email (the SpamAssassin corpus is stored this way).
  *
  * @returns the type, or `undefined` for an unsupported file (callers skip it).
  *   Never throws; an unreadable file is simply not sniffed.
@@ -199,7 +199,7 @@ export function detectSourceType(path: string): SourceType | undefined {
   const ext = extname(path).toLowerCase();
   const byExt = DOCUMENT_EXTENSIONS[ext];
   if (byExt === "text") {
-    if (ext === ".txt" && looksLikeEmail(readHead(path).toString("latin1"))) return "email";
+    if (ext === ".txt" && looksLikeEmail(readHead(path).toString("latin1"), true)) return "email";
     return "text";
   }
   if (byExt) return byExt;

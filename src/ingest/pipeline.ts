@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readdir, readFile, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve, sep } from "node:path";
 import { chunkDocument } from "../chunk/index.js";
 import type { KnowledgeBaseConfig } from "../config.js";
 import type { CachedEmbedder } from "../embed/cache.js";
@@ -27,6 +27,11 @@ export interface IngestSummary {
   files: number;
   /** Sources whose content and pipeline were unchanged: nothing was done. */
   unchanged: number;
+  /**
+   * Previously ingested sources removed from the KB because they are gone from
+   * an ingested folder, are now skipped (binary, unsupported, ignored) or empty.
+   */
+  removed: string[];
   /** Sources ingested for the first time. */
   added: number;
   /** Sources whose old chunks were replaced. */
@@ -150,6 +155,23 @@ export async function ingestPaths(ctx: IngestContext, paths: string[], embed = t
     }
   }
   const summary = await ingestUnits(ctx, units, embed);
+  // Mirror the given folders: sources no longer found there leave the KB.
+  const found = new Set(sources.map((s) => s.path));
+  const gone = new Set<string>();
+  for (const p of paths) {
+    const dir = resolve(p);
+    const info = await stat(dir).catch(() => undefined);
+    if (info?.isDirectory() && !found.has(dir)) {
+      for (const path of ctx.catalog.sourcePathsUnder(ctx.config.name, dir + sep)) {
+        if (!found.has(path)) gone.add(path);
+      }
+    }
+  }
+  for (const e of summary.errors) if (e.reason === "file is empty") gone.add(e.path);
+  for (const s of skipped) gone.add(s.path);
+  for (const path of gone) {
+    if (removeSource(ctx, path)) summary.removed.push(path);
+  }
   summary.skipped.push(...skipped);
   summary.errors.unshift(...errors);
   summary.files += errors.length;
@@ -189,6 +211,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     kb,
     files: units.length,
     unchanged: 0,
+    removed: [],
     added: 0,
     updated: 0,
     documents: 0,
@@ -270,6 +293,26 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   return summary;
 }
 
+/** Deletes every document of a source (chunks, postings, vectors) in one transaction; true if any existed. */
+function removeSource(ctx: IngestContext, path: string): boolean {
+  const docs = ctx.catalog.documentsByPath(ctx.config.name, path);
+  if (docs.length === 0) return false;
+  ctx.catalog.db
+    .transaction(() => {
+      for (const doc of docs) deleteDocument(ctx, doc.id);
+    })
+    .immediate();
+  return true;
+}
+
+/** Deletes one document's vectors, postings and rows. Call inside a transaction. */
+function deleteDocument(ctx: IngestContext, documentId: number): void {
+  const ids = ctx.catalog.chunkIds(documentId).map(String);
+  if (ids.length > 0) ctx.store.deleteSync(ctx.collection, ids);
+  ctx.bm25.removeDocument(documentId);
+  ctx.catalog.deleteDocument(documentId);
+}
+
 /** Replaces a unit's documents, chunks, postings and vectors in one transaction. */
 function commitUnit(
   ctx: IngestContext,
@@ -280,40 +323,37 @@ function commitUnit(
 ): void {
   const { catalog, bm25, store, collection, config } = ctx;
   const kb = config.name;
-  catalog.db.transaction(() => {
-    for (const old of catalog.documentsByPath(kb, prepared.unit.path)) {
-      const ids = catalog.chunkIds(old.id).map(String);
-      if (ids.length > 0) store.deleteSync(collection, ids);
-      bm25.removeDocument(old.id);
-      catalog.deleteDocument(old.id);
-    }
-    let v = 0;
-    for (const { doc, chunks } of prepared.docs) {
-      if (chunks.length === 0) continue;
-      const documentId = catalog.insertDocument({
-        kb,
-        uri: doc.uri,
-        path: prepared.unit.path,
-        type: doc.metadata.type,
-        title: doc.metadata.title,
-        contentHash: prepared.unit.contentHash,
-        pipelineHash: hash,
-        embedded: embed,
-        metadata: doc.metadata,
-        text: doc.text,
-        chunkCount: chunks.length,
-      });
-      const records = [];
-      for (const chunk of chunks) {
-        const chunkId = catalog.insertChunk(kb, documentId, chunk, 0);
-        catalog.setTokenCount(chunkId, bm25.indexChunk(kb, chunkId, chunk.text, config.retrieval.analyzer));
-        const vector = prepared.vectors?.[v++];
-        if (vector)
-          records.push({ id: String(chunkId), vector, payload: { documentId, type: doc.metadata.type } });
+  catalog.db
+    .transaction(() => {
+      for (const old of catalog.documentsByPath(kb, prepared.unit.path)) deleteDocument(ctx, old.id);
+      let v = 0;
+      for (const { doc, chunks } of prepared.docs) {
+        if (chunks.length === 0) continue;
+        const documentId = catalog.insertDocument({
+          kb,
+          uri: doc.uri,
+          path: prepared.unit.path,
+          type: doc.metadata.type,
+          title: doc.metadata.title,
+          contentHash: prepared.unit.contentHash,
+          pipelineHash: hash,
+          embedded: embed,
+          metadata: doc.metadata,
+          text: doc.text,
+          chunkCount: chunks.length,
+        });
+        const records = [];
+        for (const chunk of chunks) {
+          const chunkId = catalog.insertChunk(kb, documentId, chunk, 0);
+          catalog.setTokenCount(chunkId, bm25.indexChunk(kb, chunkId, chunk.text, config.retrieval.analyzer));
+          const vector = prepared.vectors?.[v++];
+          if (vector)
+            records.push({ id: String(chunkId), vector, payload: { documentId, type: doc.metadata.type } });
+        }
+        if (records.length > 0) store.addBatchSync(collection, records);
       }
-      if (records.length > 0) store.addBatchSync(collection, records);
-    }
-  })();
+    })
+    .immediate();
   // Counted only once the transaction has committed.
   const written = prepared.docs.filter((d) => d.chunks.length > 0);
   summary.documents += written.length;

@@ -1,4 +1,4 @@
-import { relative } from "node:path";
+import { isAbsolute, relative } from "node:path";
 import type { StoredChunk } from "../store/catalog.js";
 
 /**
@@ -68,15 +68,16 @@ export function attribute(chunk: StoredChunk): Attribution {
  * One-line human-readable citation, e.g.
  * `docs/guide.md › Install › Linux (chunk 2/5, chars 1200–2650)`,
  * `paper.pdf p. 3–4 (…)`, `email "Subject" from a@b.c, 2002-08-22 (…)`, `#general @alice 2016-05-12 14:03 (…)`.
- * Paths are shown relative to `cwd` when inside it.
+ * Paths are shown relative to `cwd` when inside it; with `cwd` null they stay
+ * absolute (stable output, as in `--json`).
  */
 export function formatCitation(
   a: Attribution,
   chunk: Pick<StoredChunk, "chunkIndex" | "totalChunks" | "start" | "end">,
-  cwd = process.cwd(),
+  cwd: string | null = process.cwd(),
 ): string {
-  const rel = relative(cwd, a.path);
-  const shown = rel && !rel.startsWith("..") ? rel : a.path;
+  const rel = cwd === null ? "" : relative(cwd, a.path);
+  const shown = rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : a.path;
   let head = shown;
   if (a.type === "pdf" && a.page !== undefined) {
     head += a.pageEnd !== undefined && a.pageEnd !== a.page ? ` p. ${a.page}–${a.pageEnd}` : ` p. ${a.page}`;

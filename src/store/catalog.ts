@@ -124,6 +124,14 @@ export class Catalog {
     return rows.map(toDocumentRecord);
   }
 
+  /** Distinct source paths of a KB that start with `prefix` (e.g. a folder path ending in `/`). */
+  sourcePathsUnder(kb: string, prefix: string): string[] {
+    const rows = this.db
+      .prepare("SELECT DISTINCT path FROM documents WHERE kb = ? AND substr(path, 1, ?) = ?")
+      .all(kb, prefix.length, prefix) as { path: string }[];
+    return rows.map((r) => r.path);
+  }
+
   /** The extracted text of a document. */
   documentText(documentId: number): string {
     const row = this.db.prepare("SELECT text FROM documents WHERE id = ?").get(documentId) as

@@ -14,11 +14,12 @@ export const SCHEMA_VERSION = 1;
 export const DB_FILE = "kl.db";
 
 /**
- * Resolves the data directory: `explicit`, else `$KL_HOME`, else `./.kl`
+ * Resolves the data directory: `explicit`, else `$KL_HOME` (when not empty), else `./.kl`
  * (relative to the current working directory). Returns an absolute path.
  */
 export function resolveDataDir(explicit?: string): string {
-  return resolve(explicit ?? process.env.KL_HOME ?? ".kl");
+  const fromEnv = process.env.KL_HOME?.trim() ? process.env.KL_HOME : undefined;
+  return resolve(explicit ?? fromEnv ?? ".kl");
 }
 
 // Document and chunk ids use AUTOINCREMENT so an id is never reused after a delete:
@@ -111,7 +112,8 @@ export function openDatabase(dataDir: string): Db {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
-    db.pragma("busy_timeout = 10000");
+    // Writers take the lock up front (BEGIN IMMEDIATE) and wait up to 60 s for each other.
+    db.pragma("busy_timeout = 60000");
     sqliteVec.load(db);
     db.exec(SCHEMA);
   } catch (error) {

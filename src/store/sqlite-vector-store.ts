@@ -61,12 +61,14 @@ export class SqliteVectorStore implements VectorStore {
     const insert = this.db.prepare(
       "INSERT OR REPLACE INTO vec_records (collection, id, vector, payload) VALUES (?, ?, ?, ?)",
     );
-    this.db.transaction(() => {
-      for (const record of records) {
-        this.checkDimension(info, record);
-        insert.run(collection, record.id, vectorToBlob(record.vector), JSON.stringify(record.payload));
-      }
-    })();
+    this.db
+      .transaction(() => {
+        for (const record of records) {
+          this.checkDimension(info, record);
+          insert.run(collection, record.id, vectorToBlob(record.vector), JSON.stringify(record.payload));
+        }
+      })
+      .immediate();
   }
 
   async search(collection: string, vector: Float32Array, options: VectorSearchOptions): Promise<VectorHit[]> {
@@ -113,9 +115,11 @@ export class SqliteVectorStore implements VectorStore {
   /** Synchronous {@link delete}, usable inside a transaction. */
   deleteSync(collection: string, ids: string[]): void {
     const del = this.db.prepare("DELETE FROM vec_records WHERE collection = ? AND id = ?");
-    this.db.transaction(() => {
-      for (const id of ids) del.run(collection, id);
-    })();
+    this.db
+      .transaction(() => {
+        for (const id of ids) del.run(collection, id);
+      })
+      .immediate();
   }
 
   async update(collection: string, records: VectorRecord[]): Promise<void> {
@@ -123,20 +127,24 @@ export class SqliteVectorStore implements VectorStore {
     const upd = this.db.prepare(
       "UPDATE vec_records SET vector = ?, payload = ? WHERE collection = ? AND id = ?",
     );
-    this.db.transaction(() => {
-      for (const record of records) {
-        this.checkDimension(info, record);
-        const result = upd.run(
-          vectorToBlob(record.vector),
-          JSON.stringify(record.payload),
-          collection,
-          record.id,
-        );
-        if (result.changes === 0) {
-          throw new KnowledgeLayerError(`collection "${collection}" has no record "${record.id}" to update`);
+    this.db
+      .transaction(() => {
+        for (const record of records) {
+          this.checkDimension(info, record);
+          const result = upd.run(
+            vectorToBlob(record.vector),
+            JSON.stringify(record.payload),
+            collection,
+            record.id,
+          );
+          if (result.changes === 0) {
+            throw new KnowledgeLayerError(
+              `collection "${collection}" has no record "${record.id}" to update`,
+            );
+          }
         }
-      }
-    })();
+      })
+      .immediate();
   }
 
   async info(collection: string): Promise<CollectionInfo | undefined> {
