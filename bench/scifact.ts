@@ -44,7 +44,7 @@ try {
   const coldIngest = cold.ingest[0];
   // Warm: the KB is dropped, the embedding cache is kept, and the corpus is ingested again.
   kl.deleteKb(kb);
-  const warm = await evaluateBeir(kl, values.dataset as string, { modes: ["keyword"], kb, chunkSize, limit });
+  const warm = await evaluateBeir(kl, values.dataset as string, { modes: ["vector"], kb, chunkSize, limit });
   const warmIngest = warm.ingest[0];
   const standard = await evaluateBeir(kl, values.dataset as string, {
     modes: ["keyword"],
