@@ -70,6 +70,8 @@ export interface SearchResponse {
   mode: RetrievalMode;
   kbs: string[];
   results: SearchResult[];
+  /** Problems worth telling the user, e.g. documents without vectors in a vector search. */
+  warnings: string[];
   tookMs: number;
 }
 
@@ -229,8 +231,11 @@ export class KnowledgeLayer {
       );
     }
     const topK = options.topK ?? first.config.retrieval.topK;
-    if (!Number.isInteger(topK) || topK < 1)
-      throw new KnowledgeLayerError(`top-k must be a positive integer (got ${topK})`);
+    if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) {
+      throw new KnowledgeLayerError(`top-k must be an integer from 1 to ${MAX_TOP_K} (got ${topK})`);
+    }
+    if (query.trim().length === 0) throw new KnowledgeLayerError("the query is empty");
+    const warnings: string[] = [];
 
     type Candidate = { kb: string; chunkId: number; vector?: number; keyword?: number };
     const candidates = new Map<string, Candidate>();
@@ -244,8 +249,14 @@ export class KnowledgeLayer {
     };
     for (const kb of kbs) {
       const r = kb.config.retrieval;
-      if (query.trim().length === 0) break;
       if (mode === "vector" || mode === "hybrid") {
+        const counts = this.catalog.counts(kb.name);
+        if (counts.embeddedDocuments < counts.documents) {
+          warnings.push(
+            `${counts.documents - counts.embeddedDocuments} of ${counts.documents} documents in knowledge base "${kb.name}" have no vectors ` +
+              "(ingested with --no-embed): vector search cannot find them; ingest them again without --no-embed",
+          );
+        }
         const collection = collectionName(kb.name);
         if (await this.store.info(collection)) {
           const vector = await this.embedder(kb.config).embedQuery(query);
@@ -313,7 +324,7 @@ export class KnowledgeLayer {
         citation: formatCitation(source, s, null),
       };
     });
-    return { query, mode, kbs: kbs.map((k) => k.name), results, tookMs: Date.now() - started };
+    return { query, mode, kbs: kbs.map((k) => k.name), results, warnings, tookMs: Date.now() - started };
   }
 
   /** The cached embedder of a KB's embedding configuration (one per provider+model). */
@@ -341,6 +352,9 @@ export class KnowledgeLayer {
     };
   }
 }
+
+/** Largest accepted `topK`. */
+export const MAX_TOP_K = 10_000;
 
 /** Name of a KB's vector collection. */
 export function collectionName(kb: string): string {

@@ -98,6 +98,16 @@ describe("kl CLI", () => {
     expect(r.source.headingPath).toContain("Data Types");
     expect(r.text).toMatch(/f64/);
     expect(typeof r.chunk.start).toBe("number");
+    expect(json.warnings).toEqual([]);
+    const hybrid = kl("search", "--kb", "manuals", "floating-point types");
+    expect(hybrid.stdout).toMatch(/warning: 1 of 1 documents in knowledge base "manuals" have no vectors/);
+    expect(hybrid.stdout).toContain("ch03-02-data-types.md");
+    const empty = kl("search", "--kb", "manuals", "   ");
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toContain("the query is empty");
+    const huge = kl("search", "--kb", "manuals", "-k", "99999999", "types");
+    expect(huge.code).toBe(1);
+    expect(huge.stderr).toContain("top-k must be an integer from 1 to 10000");
     const human = kl("search", "--kb", "manuals", "--mode", "keyword", "floating-point types");
     expect(human.stdout).toMatch(/^1\. \[\d+\.\d+\] .*ch03-02-data-types\.md/m);
   });

@@ -87,8 +87,11 @@ export function formatIngestSummary(s: IngestSummary): string {
 
 /** Human-readable search results with attribution. */
 export function formatSearchResults(r: SearchResponse): string {
-  if (r.results.length === 0) return `no results for "${r.query}" in ${r.kbs.join(", ")} (${r.mode})`;
-  const out: string[] = [];
+  const notes = r.warnings.map((w) => `warning: ${w}`);
+  if (r.results.length === 0) {
+    return [...notes, `no results for "${r.query}" in ${r.kbs.join(", ")} (${r.mode})`].join("\n");
+  }
+  const out: string[] = [...notes];
   for (const x of r.results) {
     const parts = Object.entries(x.scores).map(([k, v]) => `${k} ${v.toFixed(k === "fused" ? 4 : 3)}`);
     const citation = formatCitation(x.source, {
