@@ -180,14 +180,17 @@ describe("text and code", () => {
       writeFileSync(join(dir, "empty.txt"), "");
       writeFileSync(join(dir, "blank.md"), " \n\t\n");
       writeFileSync(join(dir, "empty.py"), "");
-      writeFileSync(join(dir, "bad.txt"), Buffer.from([0x61, 0xff, 0xfe, 0x62, 0x0a]));
+      writeFileSync(
+        join(dir, "bad.txt"),
+        Buffer.concat([Buffer.from("机器 a"), Buffer.from([0xff, 0xfe, 0x62, 0x0a])]),
+      );
       for (const name of ["empty.txt", "blank.md", "empty.py"]) {
         const err = await extractionError(() => extractFile(join(dir, name)));
         expect(err.message).toContain("file is empty");
         expect(err.path).toBe(join(dir, name));
       }
       const [doc] = await extractFile(join(dir, "bad.txt"));
-      expect(doc?.text).toBe("a\uFFFD\uFFFDb\n");
+      expect(doc?.text).toBe("机器 a\uFFFD\uFFFDb\n");
     } finally {
       cleanup();
     }
@@ -692,5 +695,18 @@ describe("email detection in .txt files (fresh-user report)", () => {
     writeFileSync(join(tmp.dir, "note.txt"), "From: the start of a story\nit was a dark night\n");
     expect(detectSourceType(join(tmp.dir, "note.txt"))).toBe("text");
     tmp.cleanup();
+  });
+});
+
+describe("text decoding (fresh-user report)", () => {
+  it("reads Latin-1 text files instead of producing U+FFFD", async () => {
+    const { decodeText } = await import("../src/extract/util.js");
+    expect(decodeText(Uint8Array.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x61, 0xe0, 0x20, 0xb1, 0x35]))).toBe(
+      "café à ±5",
+    );
+    expect(decodeText(new TextEncoder().encode("naïve café 机器"))).toBe("naïve café 机器");
+    // Mostly UTF-8 with one stray byte stays UTF-8.
+    const mixed = new Uint8Array([...new TextEncoder().encode("机器学习 café "), 0xff]);
+    expect(decodeText(mixed)).toBe("机器学习 café \uFFFD");
   });
 });

@@ -29,8 +29,10 @@ export async function readBytes(path: string): Promise<Buffer> {
 
 /**
  * Decodes file bytes to a string. A UTF-8 BOM is dropped; a UTF-16 BOM (LE or BE)
- * selects UTF-16. Everything else is read as UTF-8, with invalid byte sequences
- * replaced by U+FFFD instead of throwing.
+ * selects UTF-16. Valid UTF-8 is read as UTF-8. Invalid UTF-8 in which most
+ * non-ASCII bytes fail to decode is legacy 8-bit text and is read as Latin-1
+ * (ISO-8859-1); otherwise the UTF-8
+ * reading is kept with U+FFFD for the bad sequences. Never throws.
  */
 export function decodeText(bytes: Uint8Array): string {
   if (bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe) {
@@ -40,7 +42,18 @@ export function decodeText(bytes: Uint8Array): string {
     return new TextDecoder("utf-16be").decode(bytes);
   }
   // TextDecoder removes a leading UTF-8 BOM (ignoreBOM defaults to false).
-  return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    // Not valid UTF-8. When most high bytes fail to decode, this is legacy 8-bit text
+    // (Latin-1, e.g. "caf\xe9"); otherwise it is UTF-8 with a few bad bytes.
+    const utf8 = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+    const highBytes = bytes.reduce((n, b) => n + (b >= 0x80 ? 1 : 0), 0);
+    const replaced = (utf8.match(/\uFFFD/g) ?? []).length;
+    return replaced * 2 >= highBytes
+      ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1")
+      : utf8;
+  }
 }
 
 /**
