@@ -275,3 +275,25 @@ describe("re-ingest of a folder mirrors it", () => {
     }
   });
 });
+
+describe("paths", () => {
+  it("a file reached through a symlinked folder is the same source as the file itself", async () => {
+    const tmp = tempDir();
+    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
+    try {
+      const { mkdirSync, symlinkSync } = await import("node:fs");
+      const real = join(tmp.dir, "real");
+      mkdirSync(real);
+      writeFileSync(join(real, "a.md"), "# Egrets\n\nEgrets are small herons.\n");
+      symlinkSync(real, join(tmp.dir, "link"));
+      await kl.ingest([real], { embed: false });
+      const again = await kl.ingest([join(tmp.dir, "link")], { embed: false });
+      expect(again.unchanged).toBe(1);
+      expect(again.added).toBe(0);
+      expect(kl.counts("default").documents).toBe(1);
+    } finally {
+      kl.close();
+      tmp.cleanup();
+    }
+  });
+});

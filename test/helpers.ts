@@ -1,16 +1,18 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Absolute path of the shared data folder (`../shared` beside the repository). */
-export const SHARED = resolve(dirname(fileURLToPath(import.meta.url)), "../../shared");
+const sharedGuess = resolve(dirname(fileURLToPath(import.meta.url)), "../../shared");
+/** Ingest stores real paths (symlinks resolved), so tests compare against real paths too. */
+export const SHARED = existsSync(sharedGuess) ? realpathSync(sharedGuess) : sharedGuess;
 
 /** Path inside `../shared/data/docs`. */
 export const docsPath = (...parts: string[]): string => join(SHARED, "data", "docs", ...parts);
 
 /** Creates a temporary directory; returns it and a cleanup function. */
 export function tempDir(prefix = "kl-test-"): { dir: string; cleanup: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

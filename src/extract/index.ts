@@ -222,7 +222,8 @@ export async function discoverSources(paths: string[]): Promise<Discovery> {
   const out: Discovery = { sources: [], skipped: [] };
   const visited = new Set<string>();
   for (const p of paths) {
-    const abs = resolve(p);
+    // The real path, so a file reached through a symlink is the same source as the file itself.
+    const abs = await realpath(resolve(p)).catch(() => resolve(p));
     let info: Awaited<ReturnType<typeof stat>>;
     try {
       info = await stat(abs);
