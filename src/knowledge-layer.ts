@@ -237,73 +237,104 @@ export class KnowledgeLayer {
     if (query.trim().length === 0) throw new KnowledgeLayerError("the query is empty");
     const warnings: string[] = [];
 
-    type Candidate = { kb: string; chunkId: number; vector?: number; keyword?: number };
-    const candidates = new Map<string, Candidate>();
-    const lists: { ids: string[]; weight: number }[] = [];
-    const note = (kb: string, chunkId: number, field: "vector" | "keyword", score: number): string => {
-      const key = `${kb}:${chunkId}`;
-      const c = candidates.get(key) ?? { kb, chunkId };
-      c[field] = score;
-      candidates.set(key, c);
-      return key;
-    };
     for (const kb of kbs) {
-      const r = kb.config.retrieval;
-      if (mode === "vector" || mode === "hybrid") {
-        const counts = this.catalog.counts(kb.name);
-        if (counts.embeddedDocuments < counts.documents) {
-          warnings.push(
-            `${counts.documents - counts.embeddedDocuments} of ${counts.documents} documents in knowledge base "${kb.name}" have no vectors ` +
-              "(ingested with --no-embed): vector search cannot find them; ingest them again without --no-embed",
-          );
+      if (mode === "keyword") continue;
+      const counts = this.catalog.counts(kb.name);
+      if (counts.embeddedDocuments < counts.documents) {
+        warnings.push(
+          `${counts.documents - counts.embeddedDocuments} of ${counts.documents} documents in knowledge base "${kb.name}" have no vectors ` +
+            "(ingested with --no-embed): vector search cannot find them; ingest them again without --no-embed",
+        );
+      }
+    }
+    const queryVectors = new Map<string, Float32Array>();
+
+    type Candidate = { kb: string; chunkId: number; vector?: number; keyword?: number };
+    /**
+     * Collects candidate lists (each at least `depth` long where the index has that
+     * many), fuses them, loads the chunks and removes near-duplicates. `exhausted`
+     * is true when no list was cut short, i.e. a deeper search cannot add anything.
+     */
+    const rank = async (depth: number) => {
+      const candidates = new Map<string, Candidate>();
+      const lists: { ids: string[]; weight: number }[] = [];
+      let exhausted = true;
+      const note = (kb: string, chunkId: number, field: "vector" | "keyword", score: number): string => {
+        const key = `${kb}:${chunkId}`;
+        const c = candidates.get(key) ?? { kb, chunkId };
+        c[field] = score;
+        candidates.set(key, c);
+        return key;
+      };
+      for (const kb of kbs) {
+        const r = kb.config.retrieval;
+        if (mode === "vector" || mode === "hybrid") {
+          const collection = collectionName(kb.name);
+          if (await this.store.info(collection)) {
+            let vector = queryVectors.get(kb.name);
+            if (!vector) {
+              vector = await this.embedder(kb.config).embedQuery(query);
+              queryVectors.set(kb.name, vector);
+            }
+            const want = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
+            const hits = this.store.searchSync(collection, vector, {
+              topK: want,
+              scoreThreshold: r.minScore,
+            });
+            if (hits.length === want) exhausted = false;
+            const ids = hits.map((h) => note(kb.name, Number(h.id), "vector", h.score));
+            lists.push({ ids, weight: options.vectorWeight ?? r.vectorWeight });
+          } else {
+            lists.push({ ids: [], weight: 0 });
+          }
         }
-        const collection = collectionName(kb.name);
-        if (await this.store.info(collection)) {
-          const vector = await this.embedder(kb.config).embedQuery(query);
-          const hits = this.store.searchSync(collection, vector, {
-            // Never fewer candidates than results asked for.
-            topK: Math.max(options.vectorTopK ?? r.vectorTopK, topK),
-            scoreThreshold: r.minScore,
+        if (mode === "keyword" || mode === "hybrid") {
+          const want = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
+          const hits = this.bm25.search(kb.name, query, want, {
+            k1: r.bm25K1,
+            b: r.bm25B,
+            analyzer: r.analyzer,
           });
-          const ids = hits.map((h) => note(kb.name, Number(h.id), "vector", h.score));
-          lists.push({ ids, weight: options.vectorWeight ?? r.vectorWeight });
-        } else {
-          lists.push({ ids: [], weight: 0 });
+          if (hits.length === want) exhausted = false;
+          const ids = hits.map((h) => note(kb.name, h.chunkId, "keyword", h.score));
+          lists.push({ ids, weight: options.keywordWeight ?? r.keywordWeight });
         }
       }
-      if (mode === "keyword" || mode === "hybrid") {
-        const hits = this.bm25.search(kb.name, query, Math.max(options.keywordTopK ?? r.keywordTopK, topK), {
-          k1: r.bm25K1,
-          b: r.bm25B,
-          analyzer: r.analyzer,
+
+      let ordered: { key: string; score: number; fused?: number }[];
+      if (lists.length === 1) {
+        ordered = (lists[0]?.ids ?? []).map((key) => {
+          const c = candidates.get(key) as Candidate;
+          return { key, score: (mode === "vector" ? c.vector : c.keyword) ?? 0 };
         });
-        const ids = hits.map((h) => note(kb.name, h.chunkId, "keyword", h.score));
-        lists.push({ ids, weight: options.keywordWeight ?? r.keywordWeight });
+      } else {
+        ordered = reciprocalRankFusion(lists, first.config.retrieval.rrfK).map((f) => ({
+          key: f.id,
+          score: f.score,
+          fused: f.score,
+        }));
       }
-    }
 
-    let ordered: { key: string; score: number; fused?: number }[];
-    if (lists.length === 1) {
-      ordered = (lists[0]?.ids ?? []).map((key) => {
-        const c = candidates.get(key) as Candidate;
-        return { key, score: (mode === "vector" ? c.vector : c.keyword) ?? 0 };
-      });
-    } else {
-      ordered = reciprocalRankFusion(lists, first.config.retrieval.rrfK).map((f) => ({
-        key: f.id,
-        score: f.score,
-        fused: f.score,
-      }));
-    }
+      const stored = this.catalog.loadChunks(
+        ordered.map((o) => (candidates.get(o.key) as Candidate).chunkId),
+      );
+      let rows = ordered
+        .map((o) => ({ o, c: candidates.get(o.key) as Candidate }))
+        .map(({ o, c }) => ({ o, c, chunk: stored.get(c.chunkId) }))
+        .filter((x) => x.chunk !== undefined && x.chunk.kb === x.c.kb);
+      if (!options.keepDuplicates) {
+        rows = removeNearDuplicates(rows, (x) => x.chunk?.text ?? "", first.config.retrieval.dedupThreshold);
+      }
+      return { rows, exhausted };
+    };
 
-    const chunkIds = ordered.map((o) => (candidates.get(o.key) as Candidate).chunkId);
-    const stored = this.catalog.loadChunks(chunkIds);
-    let rows = ordered
-      .map((o) => ({ o, c: candidates.get(o.key) as Candidate }))
-      .map(({ o, c }) => ({ o, c, chunk: stored.get(c.chunkId) }))
-      .filter((x) => x.chunk !== undefined && x.chunk.kb === x.c.kb);
-    if (!options.keepDuplicates) {
-      rows = removeNearDuplicates(rows, (x) => x.chunk?.text ?? "", first.config.retrieval.dedupThreshold);
+    // Candidate lists are at least top-k deep; when near-duplicate removal leaves
+    // fewer than top-k results and the lists were cut short, search deeper.
+    let depth = topK;
+    let { rows, exhausted } = await rank(depth);
+    while (rows.length < topK && !exhausted && depth < 16 * topK) {
+      depth *= 2;
+      ({ rows, exhausted } = await rank(depth));
     }
     const results: SearchResult[] = rows.slice(0, topK).map(({ o, c, chunk }, i) => {
       const s = chunk as NonNullable<typeof chunk>;

@@ -107,7 +107,7 @@ describe("kl CLI", () => {
     expect(empty.stderr).toContain("the query is empty");
     const huge = kl("search", "--kb", "manuals", "-k", "99999999", "types");
     expect(huge.code).toBe(1);
-    expect(huge.stderr).toContain("top-k must be an integer from 1 to 10000");
+    expect(huge.stderr).toContain("--top-k must be an integer from 1 to 10000");
     const human = kl("search", "--kb", "manuals", "--mode", "keyword", "floating-point types");
     expect(human.stdout).toMatch(/^1\. \[\d+\.\d+\] .*ch03-02-data-types\.md/m);
   });

@@ -297,3 +297,38 @@ describe("paths", () => {
     }
   });
 });
+
+describe("near-duplicate removal keeps the result list full", () => {
+  it("searches deeper when duplicates would leave fewer than top-k results", async () => {
+    const tmp = tempDir();
+    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
+    try {
+      const docs = [
+        ...Array.from({ length: 25 }, (_, i) => ({
+          uri: `mem:dup${i}`,
+          text: "Herons wade in shallow water.",
+          metadata: { path: `mem:dup${i}`, type: "text" as const },
+        })),
+        ...[
+          "Herons also hunt in salt marshes at dawn.",
+          "In estuaries herons share the mudflats with egrets and curlews.",
+          "Grey herons nest in colonies called heronries, high in tall trees.",
+          "A heron swallows its prey whole, head first.",
+          "Herons fly with their necks folded back, unlike cranes.",
+        ].map((text, i) => ({
+          uri: `mem:fact${i}`,
+          text,
+          metadata: { path: `mem:fact${i}`, type: "text" as const },
+        })),
+      ];
+      await kl.ingestDocuments(docs, { embed: false });
+      const { results } = await kl.search("herons", { mode: "keyword", topK: 5 });
+      expect(results).toHaveLength(5);
+      expect(results.filter((r) => r.text === "Herons wade in shallow water.")).toHaveLength(1);
+      expect(results.map((r) => r.rank)).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      kl.close();
+      tmp.cleanup();
+    }
+  });
+});

@@ -242,6 +242,9 @@ export function defineChunker(
   };
 }
 
+/** Text made only of HTML comments and empty anchors (`<a id="…"></a>`), e.g. link targets above a heading. */
+const MARKUP_ONLY = /^(\s*(<!--[\s\S]*?-->|<a\s+(id|name)="[^"]*"\s*>\s*<\/a>))+\s*$/;
+
 /** Chunk types whose tiny pieces are merged by {@link mergeTinyChunks} (email and Slack keep their own units). */
 const MERGEABLE = new Set(["text", "paragraph", "section", "code_function", "code_class", "code_block"]);
 
@@ -252,8 +255,10 @@ const MERGEABLE = new Set(["text", "paragraph", "section", "code_function", "cod
  * first chunk's start to the last one's end, so no text is lost and offsets stay
  * exact; the earlier chunk's prefix, type and metadata are kept. Stops stray
  * fragments (a lone `/**`, a link definition, an HTML comment) from becoming
- * chunks of their own. Applies to text, paragraph and code chunks, and to
- * section chunks of the same heading path (pieces of one split section).
+ * chunks of their own. Applies to text, paragraph and code chunks, to section
+ * chunks of the same heading path (pieces of one split section), and to a short
+ * preamble before the first heading or a markup-only piece (anchor, comment),
+ * which joins the following section.
  */
 export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits: ChunkLimits): Chunk[] {
   if (limits.minSize <= 0 || chunks.length < 2) return chunks;
@@ -268,6 +273,16 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
     if (text.length > limits.size) return undefined;
     return { ...a, end, text };
   };
+  // A short preamble before the first heading, or a markup-only tail (an HTML anchor or comment
+  // placed just above the next heading), joins the following section under its heading path.
+  const mergePreamble = (a: Chunk, b: Chunk): Chunk | undefined => {
+    if (a.chunkType !== "section" || b.chunkType !== "section") return undefined;
+    const preamble = ((a.metadata.headingPath as string[] | undefined) ?? []).length === 0;
+    if (!preamble && !MARKUP_ONLY.test(doc.text.slice(a.start, a.end))) return undefined;
+    const body = doc.text.slice(a.start, b.end);
+    const text = withContext(b.contextPrefix, body);
+    return text.length > limits.size ? undefined : { ...b, start: a.start, text };
+  };
   const tiny = (c: Chunk): boolean => c.end - c.start < limits.minSize;
   let i = 0;
   while (i < out.length) {
@@ -279,7 +294,10 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
         i = Math.max(0, i - 1);
         continue;
       }
-      const next = i + 1 < out.length ? merge(c, out[i + 1] as Chunk) : undefined;
+      const next =
+        i + 1 < out.length
+          ? (merge(c, out[i + 1] as Chunk) ?? mergePreamble(c, out[i + 1] as Chunk))
+          : undefined;
       if (next) {
         out.splice(i, 2, next);
         continue;

@@ -8,18 +8,23 @@ import {
 } from "../config.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { evaluateBeir } from "../eval/beir.js";
-import { KnowledgeLayer } from "../knowledge-layer.js";
+import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
 import { formatIngestSummary, formatKb, formatSearchResults, ProgressReporter } from "./format.js";
 
 const VERSION = "0.1.0";
 
 const int =
-  (name: string, min = 1) =>
+  (name: string, min = 1, max = Number.MAX_SAFE_INTEGER) =>
   (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min)
-      throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(
+        max === Number.MAX_SAFE_INTEGER
+          ? `${name} must be an integer >= ${min}`
+          : `${name} must be an integer from ${min} to ${max}`,
+      );
+    }
     return n;
   };
 
@@ -84,7 +89,7 @@ kb.command("create")
   )
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
   .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
-  .option("--top-k <n>", "results returned by default (default 5)", int("--top-k"))
+  .option("--top-k <n>", "results returned by default (default 5)", int("--top-k", 1, MAX_TOP_K))
   .option(
     "--vector-weight <w>",
     "weight of the vector list in hybrid RRF (default 1; 0 ignores it)",
@@ -210,7 +215,7 @@ program
   .argument("<query>", "question or keywords")
   .description("retrieve ranked, attributed passages")
   .option("--kb <name>", "knowledge base (repeat to search several)", collect, [])
-  .option("-k, --top-k <n>", "number of results", int("--top-k"))
+  .option("-k, --top-k <n>", "number of results", int("--top-k", 1, MAX_TOP_K))
   .addOption(
     new Option("--mode <mode>", "vector, keyword or hybrid (default from the KB: hybrid)").choices([
       ...RETRIEVAL_MODES,
