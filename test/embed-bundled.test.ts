@@ -221,7 +221,8 @@ describe("BundledEmbedder worker pool", () => {
   it("gives the same vectors on 2 worker threads as on the calling thread", async () => {
     const texts = Array.from(
       { length: 70 },
-      (_, i) => `Sentence ${i}: ${"ownership and borrowing in Rust ".repeat(1 + (i % 9))}${i % 2 ? "with references" : ""}`,
+      (_, i) =>
+        `Sentence ${i}: ${"ownership and borrowing in Rust ".repeat(1 + (i % 9))}${i % 2 ? "with references" : ""}`,
     );
     const inProcess = await new BundledEmbedder({ workers: 0, batchSize: 16 }).embedTexts(texts);
     const pooled = await new BundledEmbedder({ workers: 2, batchSize: 16 }).embedTexts(texts);
