@@ -276,18 +276,17 @@ export class BundledEmbedder implements Embedder {
     if (this.workers >= 2 && batches.length >= 2) {
       // Large jobs run on the worker pool, one model per core.
       const pool = workerPool(this.workers);
-      await Promise.all(
+      const outputs = await Promise.all(
         batches.map(async (rows) => {
           const data = await pool.run(rows.map((i) => windows[i]?.ids ?? []));
           if (data.length !== rows.length * DIMENSION) {
             throw new Error(`USE lite worker returned ${data.length} values for ${rows.length} texts`);
           }
-          add(
-            rows,
-            rows.map((_, j) => normalise(data.slice(j * DIMENSION, (j + 1) * DIMENSION))),
-          );
+          return rows.map((_, j) => normalise(data.slice(j * DIMENSION, (j + 1) * DIMENSION)));
         }),
       );
+      // Summed in batch order, so a text's windows always add up in the same order (deterministic).
+      batches.forEach((rows, b) => add(rows, outputs[b] as Float32Array[]));
     } else {
       for (const rows of batches) {
         const batch = rows.map((i) => windows[i]?.ids ?? []);
