@@ -286,7 +286,9 @@ export class BundledEmbedder implements Embedder {
         }),
       );
       // Summed in batch order, so a text's windows always add up in the same order (deterministic).
-      batches.forEach((rows, b) => add(rows, outputs[b] as Float32Array[]));
+      batches.forEach((rows, b) => {
+        add(rows, outputs[b] as Float32Array[]);
+      });
     } else {
       for (const rows of batches) {
         const batch = rows.map((i) => windows[i]?.ids ?? []);
