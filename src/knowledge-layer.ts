@@ -239,10 +239,11 @@ export class KnowledgeLayer {
 
     for (const kb of kbs) {
       if (mode === "keyword") continue;
-      const counts = this.catalog.counts(kb.name);
-      if (counts.embeddedDocuments < counts.documents) {
+      // Documents table only: cheap enough for every search, unlike counting chunks.
+      const { documents, unembedded } = this.catalog.unembeddedDocuments(kb.name);
+      if (unembedded > 0) {
         warnings.push(
-          `${counts.documents - counts.embeddedDocuments} of ${counts.documents} documents in knowledge base "${kb.name}" have no vectors ` +
+          `${unembedded} of ${documents} documents in knowledge base "${kb.name}" have no vectors ` +
             "(ingested with --no-embed): vector search cannot find them; ingest them again without --no-embed",
         );
       }

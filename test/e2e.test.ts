@@ -6,6 +6,20 @@ import { KnowledgeLayer, type SearchResult } from "../src/knowledge-layer.js";
 import { chunkBody } from "../src/types.js";
 import { docsPath, tempDir } from "./helpers.js";
 
+/** Runs `fn` with a KnowledgeLayer on a fresh temporary data directory, then closes and removes it. */
+async function withKnowledgeLayer(
+  fn: (kl: KnowledgeLayer, tmp: { dir: string }) => Promise<void>,
+): Promise<void> {
+  const tmp = tempDir();
+  const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
+  try {
+    await fn(kl, tmp);
+  } finally {
+    kl.close();
+    tmp.cleanup();
+  }
+}
+
 const rust = (f: string): string => docsPath("markdown", "rust_book_src", f);
 const ham = (f: string): string => docsPath("email", "spamassassin_sample", "easy-ham-1", f);
 
@@ -158,9 +172,7 @@ describe("end to end: ingest real documents and answer questions", () => {
 
 describe("re-ingest of a modified file", () => {
   it("replaces only that file's chunks, atomically, and reuses cached embeddings", async () => {
-    const tmp = tempDir();
-    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
-    try {
+    await withKnowledgeLayer(async (kl, tmp) => {
       const a = join(tmp.dir, "slices.md");
       const b = join(tmp.dir, "structs.md");
       copyFileSync(rust("ch04-03-slices.md"), a);
@@ -196,18 +208,13 @@ describe("re-ingest of a modified file", () => {
       expect(vectors).toBe(kl.counts("notes").chunks);
       // The default KB is untouched: KBs are isolated.
       expect(kl.counts("default").chunks).toBe(0);
-    } finally {
-      kl.close();
-      tmp.cleanup();
-    }
+    });
   });
 });
 
 describe("crash safety of ingest", () => {
   it("a write that fails mid-transaction leaves the previous version intact and the run going", async () => {
-    const tmp = tempDir();
-    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
-    try {
+    await withKnowledgeLayer(async (kl, tmp) => {
       const doc = (text: string) => ({
         uri: "mem:notes",
         text,
@@ -237,18 +244,13 @@ describe("crash safety of ingest", () => {
       expect((await kl.search("kingfisher", { mode: "keyword" })).results).toHaveLength(0);
       expect((await kl.search("gardening", { mode: "keyword" })).results[0]?.source.uri).toBe("mem:other");
       expect(kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
-    } finally {
-      kl.close();
-      tmp.cleanup();
-    }
+    });
   });
 });
 
 describe("re-ingest of a folder mirrors it", () => {
   it("removes sources that were deleted, emptied or became unsupported", async () => {
-    const tmp = tempDir();
-    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
-    try {
+    await withKnowledgeLayer(async (kl, tmp) => {
       const folder = join(tmp.dir, "docs");
       const { mkdirSync, rmSync } = await import("node:fs");
       mkdirSync(folder);
@@ -269,18 +271,13 @@ describe("re-ingest of a folder mirrors it", () => {
         expect((await kl.search(q, { mode: "keyword" })).results).toHaveLength(0);
       }
       expect((await kl.search("ospreys", { mode: "keyword" })).results).toHaveLength(1);
-    } finally {
-      kl.close();
-      tmp.cleanup();
-    }
+    });
   });
 });
 
 describe("paths", () => {
   it("a file reached through a symlinked folder is the same source as the file itself", async () => {
-    const tmp = tempDir();
-    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
-    try {
+    await withKnowledgeLayer(async (kl, tmp) => {
       const { mkdirSync, symlinkSync } = await import("node:fs");
       const real = join(tmp.dir, "real");
       mkdirSync(real);
@@ -291,18 +288,13 @@ describe("paths", () => {
       expect(again.unchanged).toBe(1);
       expect(again.added).toBe(0);
       expect(kl.counts("default").documents).toBe(1);
-    } finally {
-      kl.close();
-      tmp.cleanup();
-    }
+    });
   });
 });
 
 describe("near-duplicate removal keeps the result list full", () => {
   it("searches deeper when duplicates would leave fewer than top-k results", async () => {
-    const tmp = tempDir();
-    const kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data") });
-    try {
+    await withKnowledgeLayer(async (kl, tmp) => {
       const docs = [
         ...Array.from({ length: 25 }, (_, i) => ({
           uri: `mem:dup${i}`,
@@ -326,9 +318,6 @@ describe("near-duplicate removal keeps the result list full", () => {
       expect(results).toHaveLength(5);
       expect(results.filter((r) => r.text === "Herons wade in shallow water.")).toHaveLength(1);
       expect(results.map((r) => r.rank)).toEqual([1, 2, 3, 4, 5]);
-    } finally {
-      kl.close();
-      tmp.cleanup();
-    }
+    });
   });
 });

@@ -52,8 +52,7 @@ export interface IngestSummary {
 /** Progress events for a progress bar. */
 export type IngestProgress =
   | { phase: "discovered"; total: number }
-  | { phase: "source"; done: number; total: number; path: string }
-  | { phase: "embedding"; done: number; total: number };
+  | { phase: "source"; done: number; total: number; path: string };
 
 /** Everything ingest writes to. */
 export interface IngestContext {

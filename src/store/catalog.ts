@@ -108,6 +108,14 @@ export class Catalog {
     return { documents: d.n, chunks: c.n, embeddedDocuments: d.e };
   }
 
+  /** Number of documents of a KB stored without vectors (ingested with embedding off). */
+  unembeddedDocuments(kb: string): { documents: number; unembedded: number } {
+    const row = this.db
+      .prepare("SELECT count(*) AS n, coalesce(sum(1 - embedded), 0) AS u FROM documents WHERE kb = ?")
+      .get(kb) as { n: number; u: number };
+    return { documents: row.n, unembedded: row.u };
+  }
+
   /** Looks up a document by its URI. */
   getDocument(kb: string, uri: string): DocumentRecord | undefined {
     const row = this.db.prepare("SELECT * FROM documents WHERE kb = ? AND uri = ?").get(kb, uri) as
