@@ -1,8 +1,17 @@
+import { validateChunkingConfig } from "./chunk/spans.js";
 import { ConfigError } from "./errors.js";
 import { ANALYZERS, type Analyzer } from "./retrieve/tokenizer.js";
 
 /** Chunking strategies. `auto` picks one per source type (see `chunk/index.ts`). */
-export type ChunkingStrategy = "auto" | "fixed" | "semantic" | "document" | "email" | "slack" | "code";
+export type ChunkingStrategy =
+  | "auto"
+  | "fixed"
+  | "semantic"
+  | "document"
+  | "email"
+  | "slack"
+  | "code"
+  | "embedding_semantic";
 
 export const CHUNKING_STRATEGIES: readonly ChunkingStrategy[] = [
   "auto",
@@ -12,17 +21,71 @@ export const CHUNKING_STRATEGIES: readonly ChunkingStrategy[] = [
   "email",
   "slack",
   "code",
+  "embedding_semantic",
 ];
 
-/** Chunking parameters. All sizes are in characters (UTF-16 code units). */
+/** Unit of chunk sizes: UTF-16 code units (`chars`) or tokens of {@link ChunkingConfig.tokenizer}. */
+export type SizeUnit = "chars" | "tokens";
+
+export const SIZE_UNITS: readonly SizeUnit[] = ["chars", "tokens"];
+
+/** EMAIL strategy options. */
+export interface EmailChunkingOptions {
+  /** A message body up to this many units stays one chunk (its header block may add more). Default 2,000. */
+  wholeUnder: number;
+  /** Quoted replies (`>` lines, "On … wrote:" blocks): `keep` them (marked in metadata) or `drop` them. Default keep. */
+  quotedReplies: "keep" | "drop";
+}
+
+/** SLACK strategy options. */
+export interface SlackChunkingOptions {
+  /** A thread up to this many units stays one chunk (`complete_thread`). Default 1,500. */
+  wholeThreadUnder: number;
+  /** Unthreaded messages further apart than this (seconds) start a new chunk. Default 1,800. */
+  maxGapSeconds: number;
+}
+
+/** EMBEDDING_SEMANTIC strategy options (sizes in the configured unit). */
+export interface EmbeddingSemanticOptions {
+  /** `threshold`: cut where neighbour cosine < `threshold`; `percentile`: cut at the lowest similarities. Default threshold. */
+  breakpoint: "threshold" | "percentile";
+  /** Cosine similarity below which adjacent sentences are split. Default 0.75. */
+  threshold: number;
+  /** Percentile of neighbour *distances* (1 − cosine) above which to cut, in (0, 100). Default 95. */
+  percentile: number;
+  /** A chunk is not cut before it reaches this size. Default 50. */
+  minSize: number;
+  /** A chunk never exceeds this size. Default 600. */
+  maxSize: number;
+  /** FIXED window size used when the embedder fails. Default 350. */
+  fallbackSize: number;
+  /** FIXED overlap used when the embedder fails. Default 50. */
+  fallbackOverlap: number;
+}
+
+/**
+ * Chunking parameters. Sizes are in `unit`: characters (UTF-16 code units, the
+ * default) or tokens of `tokenizer`.
+ */
 export interface ChunkingConfig {
   strategy: ChunkingStrategy;
-  /** Target maximum body size of a chunk. Default 1,500. */
+  /** Maximum size of a chunk's text. Default 1,500. */
   chunkSize: number;
-  /** Characters shared by consecutive chunks (FIXED). Default 150; must be < chunkSize. */
+  /** Size shared by consecutive chunks (FIXED). Default 150; must be < chunkSize. */
   chunkOverlap: number;
   /** A tail shorter than this merges into its neighbour when the result fits. Default 500. */
   minChunkSize: number;
+  /** Unit of every size above and in the strategy options. Default `chars`. */
+  unit?: SizeUnit;
+  /**
+   * Tokenizer for `unit: "tokens"`: `o200k_base` (default), `cl100k_base`,
+   * `p50k_base`, `r50k_base` (OpenAI BPE via gpt-tokenizer) or `use-lite` (the
+   * bundled embedding model's own tokenizer).
+   */
+  tokenizer?: string;
+  email?: Partial<EmailChunkingOptions>;
+  slack?: Partial<SlackChunkingOptions>;
+  embeddingSemantic?: Partial<EmbeddingSemanticOptions>;
 }
 
 /** Embedding provider settings. */
@@ -134,6 +197,12 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
       "chunking.chunkOverlap",
       `(${c.chunkOverlap}) must be smaller than chunking.chunkSize (${c.chunkSize})`,
     );
+  }
+  try {
+    validateChunkingConfig(c);
+  } catch (err) {
+    if (err instanceof ConfigError) fail("chunking", err.message);
+    throw err;
   }
   if (config.embedding.provider !== "bundled") {
     fail("embedding.provider", `"${config.embedding.provider}" is not available; use "bundled"`);

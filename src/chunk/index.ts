@@ -31,7 +31,11 @@ export { type ChunkLimits, type Span, validateChunkingConfig } from "./spans.js"
 /** A concrete strategy (everything but `auto`). */
 export type ConcreteStrategy = Exclude<ChunkingStrategy, "auto">;
 
-const STRATEGIES: Record<ConcreteStrategy, ChunkFn> = {
+/** Strategies that need nothing but the document. */
+export type TextStrategy = Exclude<ConcreteStrategy, "embedding_semantic">;
+
+/** Strategies that need nothing but the text (EMBEDDING_SEMANTIC also needs an embedder). */
+const STRATEGIES: Record<TextStrategy, ChunkFn> = {
   fixed: chunkFixed,
   semantic: chunkSemantic,
   document: chunkMarkdown,
@@ -41,7 +45,7 @@ const STRATEGIES: Record<ConcreteStrategy, ChunkFn> = {
 };
 
 /** The strategy `auto` uses for a source type. */
-const AUTO: Record<SourceType, ConcreteStrategy> = {
+const AUTO: Record<SourceType, TextStrategy> = {
   markdown: "document",
   html: "document",
   email: "email",
@@ -56,7 +60,7 @@ const AUTO: Record<SourceType, ConcreteStrategy> = {
  * email → `email`, slack → `slack`, code → `code`, pdf/text (and anything
  * unknown) → `semantic`.
  */
-export function strategyFor(doc: ExtractedDocument): ConcreteStrategy {
+export function strategyFor(doc: ExtractedDocument): TextStrategy {
   return AUTO[doc.metadata.type] ?? "semantic";
 }
 
@@ -72,6 +76,9 @@ export function strategyFor(doc: ExtractedDocument): ConcreteStrategy {
  */
 export function createChunker(config: ChunkingConfig, strategy?: ConcreteStrategy): Chunker {
   const name: ChunkingStrategy = strategy ?? config.strategy;
+  if (name === "embedding_semantic") {
+    throw new ConfigError("embedding_semantic chunking is not available yet");
+  }
   if (name === "auto") {
     return defineChunker("auto", config, (doc, limits) => STRATEGIES[strategyFor(doc)](doc, limits));
   }

@@ -6,7 +6,12 @@
  * Units: every offset and size is in UTF-16 code units ("characters") of the
  * extracted document text.
  */
-import type { ChunkingConfig } from "../config.js";
+import type {
+  ChunkingConfig,
+  EmailChunkingOptions,
+  EmbeddingSemanticOptions,
+  SlackChunkingOptions,
+} from "../config.js";
 import { ConfigError } from "../errors.js";
 import {
   type Chunk,
@@ -16,6 +21,7 @@ import {
   withContext,
 } from "../types.js";
 import type { Chunker } from "./contract.js";
+import { CHAR_MEASURE, createMeasure, type SizeMeasure, spanSize } from "./measure.js";
 
 /** A half-open range `[start, end)` of offsets into a document's text. */
 export interface Span {
@@ -23,14 +29,51 @@ export interface Span {
   end: number;
 }
 
-/** Validated chunking limits, in characters. */
+/** Validated chunking limits. Sizes are in `measure.unit` (characters unless configured otherwise). */
 export interface ChunkLimits {
-  /** Maximum body length of a chunk (≥ 1). */
+  /** Maximum size of a chunk's text, context prefix included (≥ 1). */
   size: number;
-  /** Characters shared by consecutive FIXED chunks (0 ≤ overlap < size). */
+  /** Size shared by consecutive FIXED chunks (0 ≤ overlap < size). */
   overlap: number;
   /** Short-tail threshold, clamped to `[0, size - 1]`. */
   minSize: number;
+  /** How sizes are measured (characters or tokens). */
+  measure: SizeMeasure;
+  /** EMAIL options with defaults applied. */
+  email: EmailChunkingOptions;
+  /** SLACK options with defaults applied. */
+  slack: SlackChunkingOptions;
+  /** EMBEDDING_SEMANTIC options with defaults applied. */
+  embeddingSemantic: EmbeddingSemanticOptions;
+}
+
+/** Defaults of the per-strategy options (sizes in the configured unit). */
+export const STRATEGY_DEFAULTS: {
+  email: EmailChunkingOptions;
+  slack: SlackChunkingOptions;
+  embeddingSemantic: EmbeddingSemanticOptions;
+} = {
+  email: { wholeUnder: 2000, quotedReplies: "keep" },
+  slack: { wholeThreadUnder: 1500, maxGapSeconds: 30 * 60 },
+  embeddingSemantic: {
+    breakpoint: "threshold",
+    threshold: 0.75,
+    percentile: 95,
+    minSize: 50,
+    maxSize: 600,
+    fallbackSize: 350,
+    fallbackOverlap: 50,
+  },
+};
+
+/** Size of `text.slice(start, end)` in the unit of `limits`. */
+export function sizeOf(
+  limits: Pick<ChunkLimits, "measure">,
+  text: string,
+  start = 0,
+  end = text.length,
+): number {
+  return spanSize(limits.measure, text, start, end);
 }
 
 /**
@@ -98,7 +141,7 @@ export function isCodePointBoundary(text: string, pos: number): boolean {
  * @throws ConfigError naming the offending parameter.
  */
 export function validateChunkingConfig(
-  config: Pick<ChunkingConfig, "chunkSize" | "chunkOverlap"> & { minChunkSize?: number },
+  config: Pick<ChunkingConfig, "chunkSize" | "chunkOverlap"> & Partial<Omit<ChunkingConfig, "strategy">>,
 ): ChunkLimits {
   const { chunkSize, chunkOverlap } = config;
   const minChunkSize = config.minChunkSize ?? 0;
@@ -114,7 +157,64 @@ export function validateChunkingConfig(
   if (!Number.isInteger(minChunkSize) || minChunkSize < 0) {
     throw new ConfigError(`minChunkSize must be an integer >= 0 (got ${minChunkSize})`);
   }
-  return { size: chunkSize, overlap: chunkOverlap, minSize: Math.min(minChunkSize, chunkSize - 1) };
+  const measure = config.unit === undefined ? CHAR_MEASURE : createMeasure(config.unit, config.tokenizer);
+  const email = { ...STRATEGY_DEFAULTS.email, ...defined(config.email) };
+  const slack = { ...STRATEGY_DEFAULTS.slack, ...defined(config.slack) };
+  const es = { ...STRATEGY_DEFAULTS.embeddingSemantic, ...defined(config.embeddingSemantic) };
+  const positiveInt = (value: number, name: string): void => {
+    if (!Number.isInteger(value) || value < 1)
+      throw new ConfigError(`${name} must be an integer >= 1 (got ${value})`);
+  };
+  positiveInt(email.wholeUnder, "email.wholeUnder");
+  if (email.quotedReplies !== "keep" && email.quotedReplies !== "drop") {
+    throw new ConfigError(
+      `email.quotedReplies must be "keep" or "drop" (got "${String(email.quotedReplies)}")`,
+    );
+  }
+  positiveInt(slack.wholeThreadUnder, "slack.wholeThreadUnder");
+  if (!(slack.maxGapSeconds > 0)) {
+    throw new ConfigError(`slack.maxGapSeconds must be > 0 (got ${slack.maxGapSeconds})`);
+  }
+  if (es.breakpoint !== "threshold" && es.breakpoint !== "percentile") {
+    throw new ConfigError(
+      `embeddingSemantic.breakpoint must be "threshold" or "percentile" (got "${String(es.breakpoint)}")`,
+    );
+  }
+  if (!(es.threshold >= -1 && es.threshold <= 1)) {
+    throw new ConfigError(`embeddingSemantic.threshold must be a cosine in [-1, 1] (got ${es.threshold})`);
+  }
+  if (!(es.percentile > 0 && es.percentile < 100)) {
+    throw new ConfigError(`embeddingSemantic.percentile must be in (0, 100) (got ${es.percentile})`);
+  }
+  positiveInt(es.maxSize, "embeddingSemantic.maxSize");
+  positiveInt(es.fallbackSize, "embeddingSemantic.fallbackSize");
+  if (!Number.isInteger(es.minSize) || es.minSize < 0 || es.minSize > es.maxSize) {
+    throw new ConfigError(`embeddingSemantic.minSize must be an integer in [0, maxSize] (got ${es.minSize})`);
+  }
+  if (
+    !Number.isInteger(es.fallbackOverlap) ||
+    es.fallbackOverlap < 0 ||
+    es.fallbackOverlap >= es.fallbackSize
+  ) {
+    throw new ConfigError(
+      `embeddingSemantic.fallbackOverlap must be an integer in [0, fallbackSize) (got ${es.fallbackOverlap})`,
+    );
+  }
+  return {
+    size: chunkSize,
+    overlap: chunkOverlap,
+    minSize: Math.min(minChunkSize, chunkSize - 1),
+    measure,
+    email,
+    slack,
+    embeddingSemantic: es,
+  };
+}
+
+/** `value` without its `undefined` properties, so they do not override defaults. */
+function defined<T extends object>(value: T | undefined): Partial<T> {
+  if (!value) return {};
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** Options for {@link makeChunk}. */
@@ -230,7 +330,7 @@ export type ChunkFn = (doc: ExtractedDocument, limits: ChunkLimits) => Chunk[];
  */
 export function defineChunker(
   name: string,
-  config: Pick<ChunkingConfig, "chunkSize" | "chunkOverlap"> & { minChunkSize?: number },
+  config: Pick<ChunkingConfig, "chunkSize" | "chunkOverlap"> & Partial<Omit<ChunkingConfig, "strategy">>,
   fn: ChunkFn,
 ): Chunker {
   const limits = validateChunkingConfig(config);

