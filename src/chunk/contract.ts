@@ -1,5 +1,6 @@
 import type { ChunkingConfig } from "../config.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
+import type { ChunkLimits } from "./spans.js";
 
 /**
  * The chunker seam: splits one extracted document into chunks.
@@ -12,6 +13,8 @@ import type { Chunk, ExtractedDocument } from "../types.js";
 export interface Chunker {
   /** Strategy name, e.g. `fixed`, `document`. */
   readonly name: string;
+  /** The validated limits (sizes, unit, strategy options) this chunker applies. */
+  readonly limits: ChunkLimits;
   /** Splits `doc.text`. `chunkIndex`/`totalChunks` are filled in. */
   chunk(doc: ExtractedDocument): Chunk[] | Promise<Chunk[]>;
 }

@@ -319,13 +319,17 @@ export function annotatePages(doc: ExtractedDocument, chunks: Chunk[]): Chunk[] 
   return chunks;
 }
 
-/** A strategy's core: chunks for one document, in any order, indices not yet set. */
-export type ChunkFn = (doc: ExtractedDocument, limits: ChunkLimits) => Chunk[];
+/**
+ * A strategy's core: chunks for one document, in any order, indices not yet set.
+ * Strategies that need asynchronous setup (a parser, an embedder) return a promise.
+ */
+export type ChunkFn = (doc: ExtractedDocument, limits: ChunkLimits) => Chunk[] | Promise<Chunk[]>;
 
 /**
  * Wraps a strategy function as a {@link Chunker}: validates `config` now
  * (so a bad configuration fails before any text is read), and on every call
- * annotates pages and finalises indices.
+ * merges tiny fragments, annotates pages and finalises indices. The chunker is
+ * synchronous when `fn` is.
  * @throws ConfigError for invalid chunking parameters.
  */
 export function defineChunker(
@@ -334,10 +338,14 @@ export function defineChunker(
   fn: ChunkFn,
 ): Chunker {
   const limits = validateChunkingConfig(config);
+  const finish = (doc: ExtractedDocument, chunks: Chunk[]): Chunk[] =>
+    finalizeChunks(annotatePages(doc, mergeTinyChunks(doc, chunks, limits)));
   return {
     name,
-    chunk(doc: ExtractedDocument): Chunk[] {
-      return finalizeChunks(annotatePages(doc, mergeTinyChunks(doc, fn(doc, limits), limits)));
+    limits,
+    chunk(doc: ExtractedDocument): Chunk[] | Promise<Chunk[]> {
+      const result = fn(doc, limits);
+      return Array.isArray(result) ? finish(doc, result) : result.then((chunks) => finish(doc, chunks));
     },
   };
 }
