@@ -61,6 +61,8 @@ export interface EmbeddingSemanticOptions {
   fallbackSize: number;
   /** FIXED overlap used when the embedder fails. Default 50. */
   fallbackOverlap: number;
+  /** Store a chunk's vector as the normalised mean of its sentence vectors instead of embedding it again. Default true. */
+  reuseSentenceEmbeddings: boolean;
 }
 
 /**

@@ -35,6 +35,9 @@ const CONFIGS: ChunkingConfig[] = [
   cfg(500, 50, 0),
   cfg(1500, 0, 500),
   cfg(1500, 150, 500),
+  { ...cfg(60, 0, 20), unit: "tokens" },
+  { ...cfg(120, 30, 0), unit: "tokens", tokenizer: "cl100k_base" },
+  { ...cfg(100, 10, 40), unit: "tokens", tokenizer: "use-lite" },
 ];
 
 function realEmail(): ExtractedDocument {
@@ -174,15 +177,12 @@ const DOCS: [string, () => ExtractedDocument][] = [
 ];
 
 describe.each(STRATEGIES)("strategy %s keeps the chunk invariants", (strategy) => {
-  test.each(DOCS)("%s", (_name, make) => {
+  test.each(DOCS)("%s", async (_name, make) => {
     const d = make();
     for (const config of CONFIGS) {
-      const chunks = createChunker(config, strategy === "auto" ? undefined : strategy).chunk(d);
-      expect(chunks).toBeInstanceOf(Array);
-      const list = chunks as Awaited<typeof chunks>;
-      checkInvariants(d, list, config, {
-        textWithinSize: strategy === "document",
-      });
+      const list = await createChunker(config, strategy === "auto" ? undefined : strategy).chunk(d);
+      expect(list).toBeInstanceOf(Array);
+      checkInvariants(d, list, config);
       if (d.text.trim() === "" || /^[\s\u200b]*$/.test(d.text)) expect(list).toEqual([]);
     }
   });
@@ -190,17 +190,15 @@ describe.each(STRATEGIES)("strategy %s keeps the chunk invariants", (strategy) =
 
 describe("every markdown file of two real doc sets", () => {
   const sets = ["rust_book_src", "fastapi_docs_zh/tutorial"];
-  test.each(sets)("%s with DOCUMENT at 300 and 1500 characters", (set) => {
+  test.each(sets)("%s with DOCUMENT at 300 and 1500 characters and 256 tokens", async (set) => {
     const dir = shared("data/docs/markdown", set);
     const files = readdirSync(dir).filter((f) => f.endsWith(".md"));
     expect(files.length).toBeGreaterThan(10);
     for (const f of files) {
       const d = doc(MD(`${set}/${f}`), "markdown");
-      for (const config of [cfg(300, 0, 0), cfg(1500, 0, 500)]) {
-        const chunks = createChunker(config, "document").chunk(d) as Awaited<
-          ReturnType<ReturnType<typeof createChunker>["chunk"]>
-        >;
-        checkInvariants(d, chunks, config, { textWithinSize: true });
+      const tokens: ChunkingConfig = { ...cfg(256, 0, 64), unit: "tokens" };
+      for (const config of [cfg(300, 0, 0), cfg(1500, 0, 500), tokens]) {
+        checkInvariants(d, await createChunker(config, "document").chunk(d), config);
       }
     }
   });

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
+import { createMeasure } from "../src/chunk/measure.js";
 import type { ChunkingConfig } from "../src/config.js";
 import {
   type Chunk,
@@ -88,26 +89,17 @@ export function isBlankChar(text: string, i: number): boolean {
   return BLANK.test(text.charAt(i));
 }
 
-/** Options for {@link checkInvariants}. */
-export interface CheckOptions {
-  /** Also require the full chunk text (prefix + separator + body) to fit chunkSize. */
-  textWithinSize?: boolean;
-}
-
 /**
  * Asserts the chunk invariants shared by every strategy: exact spans
  * (INV-OFFSETS), non-blank bodies with trimmed edges (INV-NONEMPTY), well-formed
- * UTF-16 (INV-WELLFORMED), body ≤ chunkSize (INV-SIZE), every non-blank
+ * UTF-16 (INV-WELLFORMED), the chunk text (prefix included) ≤ chunkSize in the
+ * configured unit (INV-SIZE), every non-blank
  * character covered (INV-COVERAGE), ordering, indices, and — with overlap 0 —
  * disjoint spans; with overlap, no chunk inside its predecessor.
  */
-export function checkInvariants(
-  d: ExtractedDocument,
-  chunks: Chunk[],
-  config: ChunkingConfig,
-  opts: CheckOptions = {},
-) {
+export function checkInvariants(d: ExtractedDocument, chunks: Chunk[], config: ChunkingConfig) {
   const text = d.text;
+  const measure = createMeasure(config.unit ?? "chars", config.tokenizer);
   const covered = new Uint8Array(text.length);
   chunks.forEach((c, i) => {
     const where = `chunk ${i} [${c.start},${c.end})`;
@@ -126,9 +118,8 @@ export function checkInvariants(
     expect(isBlankChar(body, body.length - 1), `${where} ends blank`).toBe(false);
     expect(body.isWellFormed(), `${where} well-formed body`).toBe(true);
     expect(c.text.isWellFormed(), `${where} well-formed text`).toBe(true);
-    expect(body.length, `${where} size`).toBeLessThanOrEqual(config.chunkSize);
-    if (opts.textWithinSize)
-      expect(c.text.length, `${where} text size`).toBeLessThanOrEqual(config.chunkSize);
+    // INV-SIZE: the whole chunk text (context prefix included), in the configured unit.
+    expect(measure.count(c.text), `${where} size`).toBeLessThanOrEqual(config.chunkSize);
     if (i > 0) {
       const prev = chunks[i - 1] as Chunk;
       expect(c.start, `${where} ordered`).toBeGreaterThanOrEqual(prev.start);

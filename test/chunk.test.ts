@@ -327,7 +327,7 @@ describe("DOCUMENT", () => {
     const text = `# Code\n\n\`\`\`rust\n${lines.join("\n")}\n\`\`\``;
     const d = doc(text, "markdown");
     const chunks = run("document", d, cfg(300));
-    checkInvariants(d, chunks, cfg(300), { textWithinSize: true });
+    checkInvariants(d, chunks, cfg(300));
     expect(chunks.length).toBeGreaterThan(3);
     for (const c of chunks) {
       expect(c.end === text.length || text.charAt(c.end) === "\n").toBe(true);
@@ -354,7 +354,7 @@ describe("DOCUMENT", () => {
     const text = readShared("cases/B08.md");
     const d = doc(text, "markdown");
     const chunks = run("document", d, cfg(220));
-    checkInvariants(d, chunks, cfg(220), { textWithinSize: true });
+    checkInvariants(d, chunks, cfg(220));
     const header = "| Param | Type | Default | Meaning |\n|---|---|---|---|";
     const rows = text.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| Param"));
     expect(rows).toHaveLength(12);
@@ -486,9 +486,33 @@ describe("EMAIL", () => {
       expect(c.text.length).toBeLessThanOrEqual(250);
     }
     const last = chunks[chunks.length - 1] as Chunk;
-    expect(last.metadata.hasQuoted).toBe(true);
-    expect(last.metadata.quotedRatio as number).toBeGreaterThan(0.3);
-    expect(chunks[0]?.metadata).toEqual({ hasQuoted: false, quotedRatio: 0 });
+    // Quoted replies are chunked apart from own text and marked.
+    expect(last.metadata).toMatchObject({ hasQuoted: true, quoted: true });
+    expect(last.metadata.quotedRatio as number).toBeGreaterThan(0.9);
+    expect(last.text).toContain("wrote:");
+    expect(chunks[0]?.metadata).toEqual({ hasQuoted: false, quotedRatio: 0, quoted: false });
+    for (const c of chunks.slice(0, -1)) expect(c.text).not.toContain("> ");
+    // quotedReplies "drop": the quoted reply leaves no chunk, own text is all kept.
+    const dropped = run("email", d, { ...cfg(250), email: { quotedReplies: "drop" } });
+    expect(dropped.some((c) => c.text.includes("wrote:") || c.text.includes("> Plan"))).toBe(false);
+    for (let i = 0; i < 6; i++) expect(dropped.some((c) => c.text.includes(`Paragraph ${i} `))).toBe(true);
+    expect(dropped[0]?.chunkType).toBe("email_start");
+  });
+
+  test("messages under wholeUnder stay whole when they fit chunkSize with their header; longer ones split", () => {
+    const body = Array.from({ length: 8 }, (_, i) => `Line ${i} of a medium-sized message body.`).join(
+      "\n\n",
+    );
+    const d = doc(body, "email", headers);
+    const whole = run("email", d, cfg(2000));
+    expect(whole).toHaveLength(1);
+    expect(whole[0]?.text.startsWith("From: Ops Desk")).toBe(true);
+    // chunkSize is the hard cap: a body over it (with its header) is split even under wholeUnder.
+    const capped = run("email", d, cfg(300));
+    expect(capped.length).toBeGreaterThan(1);
+    checkInvariants(d, capped, cfg(300));
+    // wholeUnder below the body length: split paragraph-aware within chunkSize.
+    expect(run("email", d, { ...cfg(2000), email: { wholeUnder: 100 } })).toHaveLength(1);
   });
 
   test("an empty body yields no chunks even with headers", () => {

@@ -13,10 +13,11 @@ import {
   fitPrefix,
   makeChunk,
   type Span,
+  sizeOf,
   skipBlankForward,
   trimSpan,
 } from "./spans.js";
-import { type Line, lineSpans, type Piece, pack, splitRange } from "./split.js";
+import { type Line, lineSpans, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
 
 /** Kinds of Markdown block recognised by {@link parseMarkdownBlocks}. */
 export type MarkdownBlockKind = "heading" | "fence" | "table" | "paragraph" | "frontmatter";
@@ -229,11 +230,15 @@ function carryEmptyHeadings(sections: Section[]): Section[] {
   return out;
 }
 
-/** Joins a heading path as `A > B > C`, dropping leading headings (`… > C`) to stay within `max`. */
-function pathPrefix(path: string[], max: number): string {
+/**
+ * Joins a heading path as `A > B > C`, dropping leading headings (`… > C`) to
+ * stay within half of `limits.size` (in `limits.measure` units).
+ */
+function pathPrefix(path: string[], limits: ChunkLimits): string {
+  const max = Math.floor(limits.size / 2) - 2;
   let parts = path;
   let text = parts.join(" > ");
-  while (text.length > max && parts.length > 1) {
+  while (parts.length > 1 && limits.measure.count(text) > max) {
     parts = parts.slice(1);
     text = `… > ${parts.join(" > ")}`;
   }
@@ -241,13 +246,13 @@ function pathPrefix(path: string[], max: number): string {
 }
 
 /** Merges consecutive small sibling sections (same parent path) while the result fits. */
-function mergeSiblings(sections: Section[], limits: ChunkLimits): Section[] {
+function mergeSiblings(text: string, sections: Section[], limits: ChunkLimits): Section[] {
   if (limits.minSize <= 0) return sections;
   const out: Section[] = [];
   const parentKey = (s: Section): string => s.path.slice(0, -1).join("\u0000");
   for (const s of sections) {
     const prev = out[out.length - 1];
-    const small = (x: Span): boolean => x.end - x.start < limits.minSize;
+    const small = (x: Span): boolean => sizeOf(limits, text, x.start, x.end) < limits.minSize;
     if (
       prev &&
       prev.level > 0 &&
@@ -258,8 +263,8 @@ function mergeSiblings(sections: Section[], limits: ChunkLimits): Section[] {
       small(prev.lastMember ?? prev)
     ) {
       const parent = s.path.slice(0, -1);
-      const budget = bodyBudget(limits.size, pathPrefix(parent, Math.floor(limits.size / 2) - 2));
-      if (s.end - prev.start <= budget) {
+      const budget = bodyBudget(limits, pathPrefix(parent, limits));
+      if (sizeOf(limits, text, prev.start, s.end) <= budget) {
         out[out.length - 1] = {
           start: prev.start,
           end: s.end,
@@ -284,26 +289,33 @@ function splitTable(
   lead: number,
   budget: number,
   prefix: string,
-  size: number,
+  limits: ChunkLimits,
 ): Piece[] {
+  const { measure } = limits;
+  const size = (start: number, end: number): number => sizeOf(limits, text, start, end);
   const rows = lineSpans(text, table.start, table.end).filter((r) => r.end > r.start);
   const headerEnd = table.headerEnd ?? rows[1]?.end ?? table.end;
   const pieces: Piece[] = [];
   let idx = rows.findIndex((r) => r.start >= headerEnd);
   if (idx < 0) idx = rows.length;
   let end = headerEnd;
-  if (headerEnd - lead > budget) {
-    pieces.push(...splitRange(text, lead, headerEnd, { size: budget, mode: "lines" }));
+  if (size(lead, headerEnd) > budget) {
+    pieces.push(...splitRange(text, lead, headerEnd, { size: budget, mode: "lines", measure }));
   } else {
-    while (idx < rows.length && (rows[idx] as Line).end - lead <= budget) end = (rows[idx++] as Line).end;
+    while (idx < rows.length && size(lead, (rows[idx] as Line).end) <= budget)
+      end = (rows[idx++] as Line).end;
     pieces.push({ start: lead, end });
   }
   const contPrefix = `${prefix ? `${prefix}\n\n` : ""}${table.tableHeader ?? ""}`;
-  const contBudget = bodyBudget(size, contPrefix);
+  const contBudget = bodyBudget(limits, contPrefix);
   while (idx < rows.length) {
     const first = rows[idx] as Line;
-    if (first.end - first.start > contBudget) {
-      for (const p of splitRange(text, first.start, first.end, { size: contBudget, mode: "lines" })) {
+    if (size(first.start, first.end) > contBudget) {
+      for (const p of splitRange(text, first.start, first.end, {
+        size: contBudget,
+        mode: "lines",
+        measure,
+      })) {
         pieces.push({ ...p, prefix: contPrefix });
       }
       idx++;
@@ -311,7 +323,7 @@ function splitTable(
     }
     let last = first.end;
     idx++;
-    while (idx < rows.length && (rows[idx] as Line).end - first.start <= contBudget)
+    while (idx < rows.length && size(first.start, (rows[idx] as Line).end) <= contBudget)
       last = (rows[idx++] as Line).end;
     pieces.push({ start: first.start, end: last, prefix: contPrefix });
   }
@@ -321,27 +333,30 @@ function splitTable(
 /** Chunks one section (or merged sibling group). */
 function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] {
   const path = sec.merged ?? sec.path;
-  const prefix = pathPrefix(path, Math.floor(limits.size / 2) - 2);
-  const budget = bodyBudget(limits.size, prefix);
+  const prefix = pathPrefix(path, limits);
+  const budget = bodyBudget(limits, prefix);
+  const size = spanMeasurer(text, limits.measure);
   const metadata = (): Record<string, unknown> => ({ headingPath: [...path] });
   const make = (span: Span, p: string): Chunk =>
     makeChunk(text, span, "section", {
-      prefix: fitPrefix(p, span.end - span.start, limits.size),
+      prefix: fitPrefix(limits, p, text.slice(span.start, span.end)),
       metadata: metadata(),
     });
-  if (sec.end - sec.start <= budget) return [make(sec, prefix)];
+  if (size(sec.start, sec.end) <= budget) return [make(sec, prefix)];
   const groups = pack(sec.blocks, budget, {
+    size,
     resume: true,
     carry: (group, next) => {
       const first = group[0];
       if (!first || !group.every((b) => b.kind === "heading" || b.kind === "paragraph")) return false;
       const last = group[group.length - 1] as MarkdownBlock;
-      if (last.end - first.start > budget / 2) return false;
-      return next.kind !== "table" || (next.headerEnd ?? next.end) - first.start <= budget;
+      if (size(first.start, last.end) > budget / 2) return false;
+      return next.kind !== "table" || size(first.start, next.headerEnd ?? next.end) <= budget;
     },
     split: (u, lead) => {
-      if (u.kind === "table") return splitTable(text, u, lead, budget, prefix, limits.size);
-      return splitRange(text, lead, u.end, { size: budget, mode: u.kind === "fence" ? "lines" : "prose" });
+      if (u.kind === "table") return splitTable(text, u, lead, budget, prefix, limits);
+      const mode = u.kind === "fence" ? "lines" : "prose";
+      return splitRange(text, lead, u.end, { size: budget, mode, measure: limits.measure });
     },
   });
   return groups.map((g) => make(g, g.prefix ?? prefix));
@@ -366,7 +381,11 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
  * `text.length ≤ limits.size` as long as `limits.size` ≥ about 10.
  */
 export function chunkMarkdown(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
-  const sections = mergeSiblings(carryEmptyHeadings(sectionsOf(parseMarkdownBlocks(doc.text))), limits);
+  const sections = mergeSiblings(
+    doc.text,
+    carryEmptyHeadings(sectionsOf(parseMarkdownBlocks(doc.text))),
+    limits,
+  );
   return sections.flatMap((s) => chunkSection(doc.text, s, limits));
 }
 

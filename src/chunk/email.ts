@@ -4,7 +4,7 @@
  * context, later ones the subject. Quoted reply text is flagged per chunk.
  */
 import type { ChunkingConfig } from "../config.js";
-import type { Chunk, DocumentMetadata, ExtractedDocument } from "../types.js";
+import { type Chunk, type DocumentMetadata, type ExtractedDocument, withContext } from "../types.js";
 import type { Chunker } from "./contract.js";
 import { paragraphGroups } from "./semantic.js";
 import {
@@ -14,6 +14,7 @@ import {
   fitPrefix,
   makeChunk,
   type Span,
+  sizeOf,
   trimSpan,
 } from "./spans.js";
 import { lineSpans } from "./split.js";
@@ -91,15 +92,48 @@ function quoteStats(span: Span, quoted: Span[]): { hasQuoted: boolean; quotedRat
 }
 
 /**
+ * Alternating runs of own text and quoted text covering `[all.start, all.end)`:
+ * quoted spans that are only whitespace apart are joined into one run.
+ */
+function quoteRuns(text: string, all: Span, quoted: Span[]): { span: Span; quoted: boolean }[] {
+  const runs: { span: Span; quoted: boolean }[] = [];
+  let pos = all.start;
+  for (const q of quoted) {
+    const own = trimSpan(text, pos, q.start);
+    const last = runs[runs.length - 1];
+    if (own) runs.push({ span: own, quoted: false });
+    else if (last?.quoted) {
+      last.span = { start: last.span.start, end: Math.max(last.span.end, q.end) };
+      pos = Math.max(pos, q.end);
+      continue;
+    }
+    const t = trimSpan(text, q.start, Math.min(q.end, all.end));
+    if (t) runs.push({ span: t, quoted: true });
+    pos = Math.max(pos, q.end);
+  }
+  const tail = trimSpan(text, pos, all.end);
+  if (tail) runs.push({ span: tail, quoted: false });
+  return runs;
+}
+
+/**
  * Splits an email body into EMAIL chunks.
  *
- * The first chunk (`email_start`) has `contextPrefix` = {@link emailHeaderBlock}.
- * A body of at most `limits.size` characters stays one chunk (its text may then
- * exceed `limits.size` by the header block). A longer body is split
- * paragraph-aware (see `paragraphGroups`) with body budgets that leave room for
- * the prefix; later chunks are `email_body` with prefix `Subject: …` when there
- * is a subject. Chunk metadata: `hasQuoted`
- * (boolean) and `quotedRatio` (0–1) from {@link quotedSpans}.
+ * The first chunk (`email_start`) has `contextPrefix` = {@link emailHeaderBlock}
+ * (From, To, Cc, Subject, Date); later chunks are `email_body` with prefix
+ * `Subject: …` when there is a subject. A body of at most
+ * `limits.email.wholeUnder` units stays one chunk as long as it fits
+ * `limits.size` together with its header block (chunkSize is the hard cap; raise
+ * it above wholeUnder to keep such messages whole). A longer body is cut into runs
+ * of own text and quoted reply text ({@link quotedSpans}), each run split
+ * paragraph-aware (see `paragraphGroups`) with budgets that leave room for the
+ * prefix, so a chunk is either own text or quoted text.
+ *
+ * Metadata: `hasQuoted` (boolean), `quotedRatio` (0–1, share of the body on
+ * quoted lines) and, for split bodies, `quoted` (true for a quoted-reply chunk).
+ * With `limits.email.quotedReplies === "drop"` quoted runs give no chunks (the
+ * header block then travels with the first own-text chunk); a message that is
+ * entirely quoted keeps its text rather than vanish.
  *
  * An empty or blank body yields zero chunks even when headers are present (the
  * ingest reports such a document as empty).
@@ -112,22 +146,54 @@ export function chunkEmail(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
   const subject = headerValue(doc.metadata.subject);
   const later = subject ? `Subject: ${subject}` : undefined;
   const quoted = quotedSpans(text);
-  const make = (span: Span, type: "email_start" | "email_body", prefix: string | undefined): Chunk =>
-    makeChunk(text, span, type, {
-      prefix: fitPrefix(prefix, span.end - span.start, limits.size),
-      metadata: quoteStats(span, quoted),
-    });
-  if (all.end - all.start <= limits.size) {
-    // A body that fits is never split; its header context is kept in full.
-    return [makeChunk(text, all, "email_start", { prefix: header, metadata: quoteStats(all, quoted) })];
+  const drop = limits.email.quotedReplies === "drop";
+  const size = (span: Span): number => sizeOf(limits, text, span.start, span.end);
+  let runs = quoteRuns(text, all, quoted);
+  if (drop && runs.some((r) => !r.quoted)) runs = runs.filter((r) => !r.quoted);
+  // Kept whole: the entire body, or with dropped quotes the one remaining run.
+  const whole = !drop ? all : runs.length === 1 ? (runs[0]?.span ?? null) : null;
+  if (
+    whole &&
+    size(whole) <= limits.email.wholeUnder &&
+    limits.measure.count(withContext(header, text.slice(whole.start, whole.end))) <= limits.size
+  ) {
+    // A message that fits is never split; its header context is kept in full.
+    return [makeChunk(text, whole, "email_start", { prefix: header, metadata: quoteStats(whole, quoted) })];
   }
-  const firstBudget = bodyBudget(limits.size, header);
-  const first = paragraphGroups(text, all.start, all.end, firstBudget)[0];
-  if (!first) return [];
-  const rest = paragraphGroups(text, first.end, all.end, bodyBudget(limits.size, later), {
-    minSize: limits.minSize,
+  const chunks: Chunk[] = [];
+  for (const run of runs) {
+    let from = run.span.start;
+    if (chunks.length === 0) {
+      const first = paragraphGroups(text, from, run.span.end, bodyBudget(limits, header), {
+        measure: limits.measure,
+      })[0];
+      if (!first) continue;
+      chunks.push(makeEmailChunk(text, first, "email_start", header, quoted, run.quoted, limits));
+      from = first.end;
+    }
+    const groups = paragraphGroups(text, from, run.span.end, bodyBudget(limits, later), {
+      minSize: limits.minSize,
+      measure: limits.measure,
+    });
+    for (const g of groups)
+      chunks.push(makeEmailChunk(text, g, "email_body", later, quoted, run.quoted, limits));
+  }
+  return chunks;
+}
+
+function makeEmailChunk(
+  text: string,
+  span: Span,
+  type: "email_start" | "email_body",
+  prefix: string | undefined,
+  quoted: Span[],
+  isQuoted: boolean,
+  limits: ChunkLimits,
+): Chunk {
+  return makeChunk(text, span, type, {
+    prefix: fitPrefix(limits, prefix, text.slice(span.start, span.end)),
+    metadata: { ...quoteStats(span, quoted), quoted: isQuoted },
   });
-  return [make(first, "email_start", header), ...rest.map((g) => make(g, "email_body", later))];
 }
 
 /**

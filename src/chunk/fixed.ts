@@ -12,7 +12,7 @@ import { splitRange } from "./split.js";
 /**
  * Splits `doc.text` into FIXED chunks (chunkType `text`, empty metadata).
  *
- * Each chunk is at most `limits.size` characters, cut at a paragraph break or
+ * Each chunk is at most `limits.size` (characters, or tokens when configured), cut at a paragraph break or
  * sentence end in the back half of the window, else the last line break or
  * whitespace, else at a grapheme (never surrogate-pair) boundary. Consecutive
  * chunks share up to `limits.overlap` characters, the overlap starting at a
@@ -25,6 +25,7 @@ export function chunkFixed(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
     overlap: limits.overlap,
     minSize: limits.minSize,
     mode: "prose",
+    measure: limits.measure,
   }).map((span) => makeChunk(doc.text, span, "text"));
 }
 

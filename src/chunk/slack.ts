@@ -8,7 +8,7 @@ import type { Chunk, ExtractedDocument } from "../types.js";
 import type { Chunker } from "./contract.js";
 import { chunkSemantic } from "./semantic.js";
 import { type ChunkLimits, defineChunker, makeChunk, type Span, trimSpan } from "./spans.js";
-import { pack, splitRange } from "./split.js";
+import { pack, spanMeasurer, splitRange } from "./split.js";
 
 /** Largest time gap, in seconds, between consecutive unthreaded messages of one cluster. */
 export const SLACK_MAX_GAP_SECONDS = 30 * 60;
@@ -80,6 +80,16 @@ function slackMetadata(
   if (stamps.length > 0) {
     meta.tsStart = stamps[0];
     meta.tsEnd = stamps[stamps.length - 1];
+    const iso = (ts: string | undefined): string | undefined => {
+      const seconds = Number.parseFloat(ts ?? "");
+      return Number.isFinite(seconds) ? new Date(seconds * 1000).toISOString() : undefined;
+    };
+    const from = iso(meta.tsStart as string);
+    const to = iso(meta.tsEnd as string);
+    if (from && to) {
+      meta.timeStart = from;
+      meta.timeEnd = to;
+    }
   }
   if (thread) meta.threadTs = thread;
   meta.messageCount = msgs.length;
@@ -91,23 +101,29 @@ function slackMetadata(
  *
  * `doc.segments` holds one segment per message with metadata
  * `{ user, userId, ts, threadTs?, isReply }`; a thread's messages are contiguous.
- * A thread (root + replies) spanning at most `limits.size` characters becomes one
- * `complete_thread` chunk; a longer thread becomes `message_cluster` chunks of
- * whole messages. Unthreaded messages are grouped into `message_cluster` chunks
- * while the span fits and consecutive messages are at most
- * {@link SLACK_MAX_GAP_SECONDS} apart. A single message longer than `limits.size`
+ * A thread (root + replies) of at most `limits.slack.wholeThreadUnder` units
+ * (default 1,500, capped by `limits.size`) becomes one `complete_thread` chunk; a
+ * longer thread becomes `message_cluster` chunks of whole messages. Unthreaded
+ * messages are grouped into `message_cluster` chunks while the span fits and
+ * consecutive messages are at most `limits.slack.maxGapSeconds` (default
+ * {@link SLACK_MAX_GAP_SECONDS}) apart. A single message longer than `limits.size`
  * is cut at sentence/whitespace boundaries as a last resort. Text between
- * segments stays with the message before it.
+ * segments stays with the message before it. Sizes are in `limits.measure` units.
  *
  * Chunk metadata: `channel`, `participants` (unique user names, in order),
- * `users` (unique user ids), `tsStart`, `tsEnd`, `threadTs` (thread chunks),
+ * `users` (unique user ids), `tsStart`, `tsEnd` (Slack timestamps), `timeStart`,
+ * `timeEnd` (ISO 8601 UTC), `threadTs` (thread chunks),
  * `messageCount`. Without segments this falls back to SEMANTIC (`paragraph`).
  */
 export function chunkSlack(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
   const msgs = messagesOf(doc);
   if (msgs.length === 0) return chunkSemantic(doc, limits);
   const text = doc.text;
-  const split = (u: Span, lead: number): Span[] => splitRange(text, lead, u.end, { size: limits.size });
+  const { measure } = limits;
+  const size = spanMeasurer(text, measure);
+  const split = (u: Span, lead: number): Span[] =>
+    splitRange(text, lead, u.end, { size: limits.size, measure });
+  const wholeThread = Math.min(limits.size, limits.slack.wholeThreadUnder);
   const chunks: Chunk[] = [];
   let i = 0;
   while (i < msgs.length) {
@@ -120,7 +136,7 @@ export function chunkSlack(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
     const run = msgs.slice(i, j);
     i = j;
     const last = run[run.length - 1] as Message;
-    if (isThread && last.end - head.start <= limits.size) {
+    if (isThread && size(head.start, last.end) <= wholeThread) {
       const span = { start: head.start, end: last.end };
       chunks.push(
         makeChunk(text, span, "complete_thread", { metadata: slackMetadata(doc, run, head.thread) }),
@@ -128,11 +144,12 @@ export function chunkSlack(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
       continue;
     }
     const groups = pack(run, limits.size, {
+      size,
       split,
       resume: true,
       join: isThread
         ? undefined
-        : (g, next) => gapSeconds(g[g.length - 1] as Message, next) <= SLACK_MAX_GAP_SECONDS,
+        : (g, next) => gapSeconds(g[g.length - 1] as Message, next) <= limits.slack.maxGapSeconds,
     });
     for (const g of groups) {
       const thread = isThread ? head.thread : undefined;

@@ -22,6 +22,7 @@ import {
 } from "../types.js";
 import type { Chunker } from "./contract.js";
 import { CHAR_MEASURE, createMeasure, type SizeMeasure, spanSize } from "./measure.js";
+import { enforceSize } from "./split.js";
 
 /** A half-open range `[start, end)` of offsets into a document's text. */
 export interface Span {
@@ -63,6 +64,7 @@ export const STRATEGY_DEFAULTS: {
     maxSize: 600,
     fallbackSize: 350,
     fallbackOverlap: 50,
+    reuseSentenceEmbeddings: true,
   },
 };
 
@@ -259,27 +261,49 @@ export function finalizeChunks(chunks: Chunk[]): Chunk[] {
 
 /**
  * Body budget for a chunk that carries `prefix`: the whole chunk text
- * (`prefix + "\n\n" + body`) should fit `size`, but the body always keeps at
- * least half of `size` (the prefix is shortened instead, see {@link fitPrefix}).
+ * (`prefix + "\n\n" + body`) should fit `limits.size`, but the body always keeps
+ * at least half of it (the prefix is shortened instead, see {@link fitPrefix}).
+ * In `limits.measure` units.
  */
-export function bodyBudget(size: number, prefix: string | undefined): number {
+export function bodyBudget(
+  limits: Pick<ChunkLimits, "size" | "measure">,
+  prefix: string | undefined,
+): number {
+  const { size, measure } = limits;
   if (!prefix) return size;
-  return Math.max(size - prefix.length - CONTEXT_SEPARATOR.length, Math.ceil(size / 2));
+  return Math.max(size - measure.count(prefix + CONTEXT_SEPARATOR), Math.ceil(size / 2));
 }
 
 /**
- * Shortens `prefix` so that `prefix + "\n\n" + body` fits `size` characters:
- * cut at a code point boundary and ending in `…`. Returns `undefined` when fewer
- * than 4 characters would remain.
+ * Shortens `prefix` so that `prefix + "\n\n" + body` fits `limits.size` (in
+ * `limits.measure` units): cut at a code point boundary and ending in `…`.
+ * Returns `undefined` when no useful prefix (at least 3 characters) fits.
  */
-export function fitPrefix(prefix: string | undefined, bodyLength: number, size: number): string | undefined {
+export function fitPrefix(
+  limits: Pick<ChunkLimits, "size" | "measure">,
+  prefix: string | undefined,
+  body: string,
+): string | undefined {
   if (!prefix) return undefined;
-  const room = size - bodyLength - CONTEXT_SEPARATOR.length;
-  if (prefix.length <= room) return prefix;
-  if (room < 4) return undefined;
-  let cut = room - 1;
-  if (!isCodePointBoundary(prefix, cut)) cut--;
-  return `${prefix.slice(0, cut).trimEnd()}…`;
+  const { size, measure } = limits;
+  const fits = (p: string): boolean => measure.count(withContext(p, body)) <= size;
+  if (fits(prefix)) return prefix;
+  // Longest code-point-aligned cut that fits: binary search on the prefix length.
+  let lo = 0;
+  let hi = prefix.length;
+  const candidate = (n: number): string => {
+    let cut = n;
+    if (!isCodePointBoundary(prefix, cut)) cut--;
+    return `${prefix.slice(0, cut).trimEnd()}…`;
+  };
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (fits(candidate(mid))) lo = mid;
+    else hi = mid;
+  }
+  if (lo < 3) return undefined;
+  const best = candidate(lo);
+  return fits(best) ? best : undefined;
 }
 
 /**
@@ -339,7 +363,7 @@ export function defineChunker(
 ): Chunker {
   const limits = validateChunkingConfig(config);
   const finish = (doc: ExtractedDocument, chunks: Chunk[]): Chunk[] =>
-    finalizeChunks(annotatePages(doc, mergeTinyChunks(doc, chunks, limits)));
+    finalizeChunks(annotatePages(doc, mergeTinyChunks(doc, enforceSize(doc.text, chunks, limits), limits)));
   return {
     name,
     limits,
@@ -378,7 +402,7 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
     const end = Math.max(a.end, b.end);
     const body = doc.text.slice(a.start, end);
     const text = withContext(a.contextPrefix, body);
-    if (text.length > limits.size) return undefined;
+    if (limits.measure.count(text) > limits.size) return undefined;
     return { ...a, end, text };
   };
   // A short preamble before the first heading, or a markup-only tail (an HTML anchor or comment
@@ -389,9 +413,9 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
     if (!preamble && !MARKUP_ONLY.test(doc.text.slice(a.start, a.end))) return undefined;
     const body = doc.text.slice(a.start, b.end);
     const text = withContext(b.contextPrefix, body);
-    return text.length > limits.size ? undefined : { ...b, start: a.start, text };
+    return limits.measure.count(text) > limits.size ? undefined : { ...b, start: a.start, text };
   };
-  const tiny = (c: Chunk): boolean => c.end - c.start < limits.minSize;
+  const tiny = (c: Chunk): boolean => sizeOf(limits, doc.text, c.start, c.end) < limits.minSize;
   let i = 0;
   while (i < out.length) {
     const c = out[i] as Chunk;

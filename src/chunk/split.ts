@@ -7,12 +7,21 @@
  * - {@link paragraphSpans} / {@link lineSpans}: structural units;
  * - {@link pack}: greedy grouping of consecutive units into spans within a budget.
  *
- * Units: offsets and sizes are UTF-16 code units of the document text.
+ * Units: offsets are UTF-16 code units of the document text; sizes are in the
+ * unit of the {@link SizeMeasure} passed (characters by default, or tokens).
  */
+
+import type { Chunk } from "../types.js";
+import { withContext } from "../types.js";
+import { CHAR_MEASURE, type SizeMeasure } from "./measure.js";
 import { findBoundaries } from "./sentences.js";
 import {
+  bodyBudget,
+  type ChunkLimits,
+  fitPrefix,
   isBlank,
   isCodePointBoundary,
+  makeChunk,
   type Span,
   skipBlankBackward,
   skipBlankForward,
@@ -22,9 +31,9 @@ import {
 /** `prose` prefers sentence ends; `lines` (code, tables, chat) prefers whole lines. */
 export type SplitMode = "prose" | "lines";
 
-/** Parameters of {@link splitRange}. All sizes in characters. */
+/** Parameters of {@link splitRange}. Sizes are in `measure` units (characters by default). */
 export interface SplitOptions {
-  /** Maximum span length (≥ 1). */
+  /** Maximum span size (≥ 1). */
   size: number;
   /** Characters the next span starts before the previous one ended (< size). Default 0. */
   overlap?: number;
@@ -32,6 +41,99 @@ export interface SplitOptions {
   minSize?: number;
   /** Boundary preference. Default `prose`. */
   mode?: SplitMode;
+  /** How sizes are measured. Default characters. */
+  measure?: SizeMeasure;
+}
+
+/**
+ * Measures spans starting at one offset. For characters this is arithmetic; for
+ * tokens it tokenises the slice (the count is not additive over pieces, so every
+ * decision measures the exact span).
+ */
+class Ruler {
+  readonly chars: boolean;
+  constructor(
+    readonly text: string,
+    readonly measure: SizeMeasure,
+  ) {
+    this.chars = measure.unit === "chars";
+  }
+
+  size(start: number, end: number): number {
+    if (end <= start) return 0;
+    return this.chars ? end - start : this.measure.count(this.text.slice(start, end));
+  }
+
+  /**
+   * An offset `p` in `[s, hi]` with `size(s, p) ≤ budget`, as large as possible:
+   * exact for characters; for tokens, found by interpolation and bisection to
+   * within a few characters of the largest such offset (callers look back from it
+   * for a boundary and verify the span they cut). Token counts are treated as
+   * monotone in the end offset, which holds up to BPE merge effects.
+   */
+  reach(s: number, budget: number, hi: number): number {
+    if (this.chars) return Math.min(hi, s + budget);
+    let lo = s; // size(s, lo) ≤ budget
+    let nLo = 0;
+    let up = -1; // size(s, up) > budget
+    let nUp = 0;
+    let guess = Math.min(hi, s + Math.max(1, Math.round(budget * this.charsPerUnit)));
+    for (;;) {
+      const n = this.size(s, guess);
+      if (n <= budget) {
+        lo = guess;
+        nLo = n;
+        if (guess >= hi) return hi;
+        const grow = Math.max(1.25, budget / Math.max(1, n));
+        guess = Math.min(hi, s + Math.ceil((guess - s) * grow) + 1);
+      } else {
+        up = guess;
+        nUp = n;
+        break;
+      }
+    }
+    const tolerance = Math.max(1, Math.floor((up - s) / 128));
+    while (up - lo > tolerance) {
+      // Interpolate on the counts, kept strictly inside (lo, up); bisect when that stalls.
+      let mid = lo + Math.round(((budget - nLo + 0.5) * (up - lo)) / Math.max(1, nUp - nLo));
+      if (mid <= lo || mid >= up || up - lo < 8) mid = (lo + up) >>> 1;
+      const n = this.size(s, mid);
+      if (n <= budget) {
+        lo = mid;
+        nLo = n;
+      } else {
+        up = mid;
+        nUp = n;
+      }
+    }
+    if (lo > s) this.charsPerUnit = (lo - s) / Math.max(1, nLo);
+    return lo;
+  }
+
+  /** Characters per unit seen in the last {@link reach}: the first guess of the next one. */
+  private charsPerUnit = 4;
+
+  /**
+   * An offset `p` in `[lo, end]` with `size(p, end) ≤ budget`, as small as
+   * possible (exact for characters, within a few characters for tokens).
+   */
+  reachBack(end: number, budget: number, lo: number): number {
+    if (this.chars) return Math.max(lo, end - budget);
+    let good = end;
+    let bad = Math.max(lo, end - Math.ceil(budget * this.charsPerUnit * 1.5) - 1);
+    if (this.size(bad, end) <= budget) {
+      if (bad === lo || this.size(lo, end) <= budget) return lo;
+      good = bad;
+      bad = lo;
+    }
+    const tolerance = Math.max(1, Math.floor((end - bad) / 128));
+    while (good - bad > tolerance) {
+      const mid = (good + bad) >>> 1;
+      if (this.size(mid, end) <= budget) good = mid;
+      else bad = mid;
+    }
+    return good;
+  }
 }
 
 const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
@@ -153,9 +255,10 @@ function findCut(
  * `cut`, moved forward to the first sentence start, else word start, else
  * grapheme boundary in that region. Returns `cut` when no overlap is possible.
  */
-function overlapStart(text: string, s: number, cut: number, overlap: number): number {
+function overlapStart(ruler: Ruler, s: number, cut: number, overlap: number): number {
+  const text = ruler.text;
   if (overlap <= 0) return cut;
-  const from = Math.max(cut - overlap, s + 1);
+  const from = Math.max(ruler.reachBack(cut, overlap, s + 1), s + 1);
   if (from >= cut) return cut;
   for (const b of findBoundaries(text, from - 1, cut)) {
     if (b.kind !== "sentence" || b.offset < from) continue;
@@ -191,6 +294,7 @@ export function splitRange(text: string, start: number, end: number, opts: Split
   const overlap = Math.max(0, Math.min(opts.overlap ?? 0, size - 1));
   const minSize = Math.max(0, opts.minSize ?? 0);
   const mode = opts.mode ?? "prose";
+  const ruler = new Ruler(text, opts.measure ?? CHAR_MEASURE);
   const out: Span[] = [];
   const range = trimSpan(text, start, end);
   if (!range) return out;
@@ -198,29 +302,48 @@ export function splitRange(text: string, start: number, end: number, opts: Split
   let s = range.start;
   let lower = s; // every cut must be > lower
   while (s < e) {
-    if (e - s <= size) {
+    let limit = ruler.reach(s, size, e);
+    if (limit >= e) {
       out.push({ start: s, end: e });
       break;
     }
-    const limit = s + size;
+    let spanEnd = -1;
     let cut = -1;
-    if (minSize > 0 && e - limit < minSize) {
-      const target = s + Math.max(e - s - minSize, Math.ceil((e - s) / 2));
-      if (target > lower && target < limit) cut = findCut(text, s, lower, target, mode, true);
+    // A cut's span can still measure over `size` in tokens (BPE counts are not monotone):
+    // pull the limit back until it fits.
+    for (;;) {
+      cut = -1;
+      if (minSize > 0 && ruler.size(limit, e) < minSize) {
+        const target = tailTarget(ruler, s, e, minSize);
+        if (target > lower && target < limit) cut = findCut(text, s, lower, target, mode, true);
+      }
+      if (cut <= lower) cut = findCut(text, s, lower, Math.max(limit, lower + 1), mode, false);
+      spanEnd = skipBlankBackward(text, cut, s);
+      if (ruler.chars || limit <= lower + 1 || ruler.size(s, spanEnd) <= size) break;
+      limit = Math.max(lower + 1, Math.min(limit - 1, spanEnd - 1));
     }
-    if (cut <= lower) cut = findCut(text, s, lower, limit, mode, false);
-    const spanEnd = skipBlankBackward(text, cut, s);
     if (spanEnd > s) out.push({ start: s, end: spanEnd });
     lower = skipBlankForward(text, cut, e);
     if (lower >= e) break;
-    let next = overlapStart(text, s, cut, overlap);
+    let next = overlapStart(ruler, s, cut, overlap);
     if (next >= cut || next <= s) next = cut;
     next = skipBlankForward(text, next, e);
     // The window from `next` must reach past `lower` (room for one code point).
-    if (next + size < lower + 2) next = lower;
+    if (ruler.size(next, Math.min(e, lower + 2)) > size) next = lower;
     s = next;
   }
   return out;
+}
+
+/**
+ * Where to cut a range `[s, e)` whose natural last span would be shorter than
+ * `minSize`: leave at least `minSize` (and at most half the range) for the tail.
+ */
+function tailTarget(ruler: Ruler, s: number, e: number, minSize: number): number {
+  if (ruler.chars) return s + Math.max(e - s - minSize, Math.ceil((e - s) / 2));
+  const total = ruler.size(s, e);
+  const keep = Math.max(total - minSize, Math.ceil(total / 2));
+  return s + Math.round(((e - s) * keep) / Math.max(1, total));
 }
 
 /** Maximal runs of non-blank lines in `[start, end)` (separated by blank lines; CRLF aware), trimmed. */
@@ -298,17 +421,26 @@ export interface PackOptions<U extends Span> {
    * the next group, so following small units can join it. Default false.
    */
   resume?: boolean;
+  /** Size of the span `[start, end)` in the budget's unit. Default `end - start` (characters). */
+  size?: (start: number, end: number) => number;
+}
+
+/** A span-size function for {@link PackOptions.size} measuring `text` with `measure`. */
+export function spanMeasurer(text: string, measure: SizeMeasure): (start: number, end: number) => number {
+  const ruler = new Ruler(text, measure);
+  return (start, end) => ruler.size(start, end);
 }
 
 /**
  * Greedily groups consecutive units while the group's span (first start to last
- * end) stays within `budget` characters and `join` allows it. A unit larger than
+ * end) stays within `budget` (measured by `opts.size`) and `join` allows it. A unit larger than
  * the budget is cut by `split`; its pieces become groups of their own (with
  * `carry`, the preceding group is cut together with it; with `resume`, its last
  * piece may absorb following units).
  */
 export function pack<U extends Span>(units: readonly U[], budget: number, opts: PackOptions<U>): Group<U>[] {
   const groups: Group<U>[] = [];
+  const sizeOf = opts.size ?? ((start: number, end: number) => end - start);
   let cur: U[] = [];
   const flush = (): void => {
     const first = cur[0];
@@ -317,7 +449,7 @@ export function pack<U extends Span>(units: readonly U[], budget: number, opts: 
     cur = [];
   };
   for (const u of units) {
-    if (u.end - u.start > budget) {
+    if (sizeOf(u.start, u.end) > budget) {
       let lead = u.start;
       let carried: U[] = [];
       const first = cur[0];
@@ -340,7 +472,7 @@ export function pack<U extends Span>(units: readonly U[], budget: number, opts: 
       continue;
     }
     const first = cur[0];
-    if (first && (u.end - first.start > budget || (opts.join && !opts.join(cur, u)))) flush();
+    if (first && (sizeOf(first.start, u.end) > budget || (opts.join && !opts.join(cur, u)))) flush();
     cur.push(u);
   }
   flush();
@@ -349,13 +481,59 @@ export function pack<U extends Span>(units: readonly U[], budget: number, opts: 
 
 /**
  * Merges the last group into the one before it when it is shorter than
- * `minSize` and the merged span fits `budget`. Never drops text.
+ * `minSize` and the merged span fits `budget` (both measured by `size`, default
+ * characters). Never drops text.
  */
-export function mergeShortTail<U>(groups: Group<U>[], budget: number, minSize: number): Group<U>[] {
+export function mergeShortTail<U>(
+  groups: Group<U>[],
+  budget: number,
+  minSize: number,
+  size: (start: number, end: number) => number = (start, end) => end - start,
+): Group<U>[] {
   const last = groups[groups.length - 1];
   const prev = groups[groups.length - 2];
   if (!last || !prev || minSize <= 0) return groups;
-  if (last.end - last.start >= minSize || last.end - prev.start > budget) return groups;
+  if (size(last.start, last.end) >= minSize || size(prev.start, last.end) > budget) return groups;
   const merged: Group<U> = { start: prev.start, end: last.end, units: [...prev.units, ...last.units] };
   return [...groups.slice(0, -2), merged];
+}
+
+const LINE_TYPES = new Set(["code_function", "code_class", "code_block", "message_group", "complete_thread"]);
+
+/**
+ * Guarantees INV-SIZE after a strategy ran: a chunk whose text (context prefix
+ * included) measures over `limits.size` first gets its prefix shortened (see
+ * {@link fitPrefix}); if the body alone is still too large it is re-cut with
+ * {@link splitRange} (line boundaries for code and chat, prose boundaries
+ * otherwise), each piece keeping the chunk's type, metadata and (fitted)
+ * prefix. Chunks that fit are returned unchanged. Needed because token counts
+ * are not additive: `prefix + "\n\n" + body` can measure more than its parts.
+ */
+export function enforceSize(text: string, chunks: Chunk[], limits: ChunkLimits): Chunk[] {
+  const { measure, size } = limits;
+  const out: Chunk[] = [];
+  for (const c of chunks) {
+    if (measure.count(c.text) <= size) {
+      out.push(c);
+      continue;
+    }
+    const body = text.slice(c.start, c.end);
+    const prefix = fitPrefix(limits, c.contextPrefix, body);
+    if (measure.count(withContext(prefix, body)) <= size) {
+      out.push(rebuild(text, c, c, prefix));
+      continue;
+    }
+    const budget = bodyBudget(limits, c.contextPrefix);
+    const mode: SplitMode = LINE_TYPES.has(c.chunkType) ? "lines" : "prose";
+    for (const span of splitRange(text, c.start, c.end, { size: budget, mode, measure })) {
+      const piece = text.slice(span.start, span.end);
+      out.push(rebuild(text, c, span, fitPrefix(limits, c.contextPrefix, piece)));
+    }
+  }
+  return out;
+}
+
+function rebuild(text: string, c: Chunk, span: Span, prefix: string | undefined): Chunk {
+  const chunk = makeChunk(text, span, c.chunkType, { prefix, metadata: { ...c.metadata } });
+  return chunk;
 }
