@@ -855,3 +855,37 @@ describe("tiny fragments merge into their neighbours (fresh-user report)", () =>
     expect(total).toBeGreaterThan(1000);
   });
 });
+
+describe("DOCUMENT title lines", () => {
+  test("capitals-only TITLE: lines are headings nested under the Markdown heading; text before is kept", () => {
+    const text = [
+      "Preamble line before any heading.",
+      "",
+      "# Contract",
+      "",
+      "TERMS AND CONDITIONS:",
+      "The supplier delivers within 30 days.",
+      "",
+      "PAYMENT:",
+      "Invoices are due in 14 days.",
+      "",
+      "Not a title: mixed case stays text.",
+      "",
+      "```",
+      "NOT A TITLE:",
+      "```",
+    ].join("\n");
+    const d = doc(text, "markdown");
+    const chunks = run("document", d, cfg(200));
+    checkInvariants(d, chunks, cfg(200));
+    const paths = chunks.map((c) => (c.metadata.headingPath as string[]).join(" > "));
+    expect(paths).toEqual(["", "Contract > TERMS AND CONDITIONS", "Contract > PAYMENT"]);
+    expect(chunks[2]?.text).toContain("Not a title: mixed case stays text.");
+    expect(chunks[2]?.text).toContain("NOT A TITLE:");
+    expect(chunks[1]?.contextPrefix).toBe("Contract > TERMS AND CONDITIONS");
+    // A title on the very first line of a plain text document.
+    const plain = doc("SUMMARY:\nAll systems nominal.\n\nDETAILS:\nNothing else.", "text");
+    const p = run("document", plain, cfg(100));
+    expect(p.map((c) => c.metadata.headingPath)).toEqual([["SUMMARY"], ["DETAILS"]]);
+  });
+});

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { docsPath, tempDir } from "./helpers.js";
@@ -110,5 +111,50 @@ describe("kl CLI", () => {
     expect(huge.stderr).toContain("--top-k must be an integer from 1 to 10000");
     const human = kl("search", "--kb", "manuals", "--mode", "keyword", "floating-point types");
     expect(human.stdout).toMatch(/^1\. \[\d+\.\d+\] .*ch03-02-data-types\.md/m);
+  });
+
+  it("kl chunk prints a file's chunks with exact spans, in characters or tokens", () => {
+    const file = docsPath("markdown/rust_book_src/ch04-01-what-is-ownership.md");
+    const source = readFileSync(file, "utf8");
+    const r = kl("chunk", file, "--strategy", "document", "--chunk-size", "400", "--json");
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.chunking).toMatchObject({ strategy: "document", chunkSize: 400 });
+    const [d] = out.documents;
+    expect(d.type).toBe("markdown");
+    expect(d.chunks.length).toBeGreaterThan(10);
+    d.chunks.forEach((c: Record<string, unknown>, i: number) => {
+      expect(c.body).toBe(source.slice(c.start as number, c.end as number));
+      expect(c.chunkIndex).toBe(i);
+      expect(c.totalChunks).toBe(d.chunks.length);
+      expect((c.text as string).length).toBeLessThanOrEqual(400);
+      expect(c.text).toBe(c.contextPrefix ? `${c.contextPrefix}\n\n${c.body}` : c.body);
+    });
+    expect(d.chunks[3].metadata.headingPath[0]).toBe("What Is Ownership?");
+    // Tokens: sizes are reported in the tokenizer's unit and stay within the limit.
+    const t = JSON.parse(
+      kl(
+        "chunk",
+        file,
+        "--strategy",
+        "fixed",
+        "--unit",
+        "tokens",
+        "--chunk-size",
+        "64",
+        "--overlap",
+        "8",
+        "--json",
+      ).stdout,
+    );
+    const sizes = t.documents[0].chunks.map((c: { size: number }) => c.size);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(64);
+    expect(Math.max(...sizes)).toBeGreaterThan(48);
+    const human = kl("chunk", file, "--chunk-size", "300");
+    expect(human.stdout).toMatch(/^── chunk 1\/\d+ · section · \[0, \d+\) · \d+ chars ──$/m);
+    const bad = kl("chunk", file, "--chunk-size", "10", "--overlap", "20");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("chunkOverlap (20) must be smaller than chunkSize (10)");
+    expect(kl("chunk", "missing.md").stderr).toContain("missing.md: file not found");
   });
 });

@@ -40,6 +40,9 @@ const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
 const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$/;
 const SETEXT = /^ {0,3}(=+|-{2,})[ \t]*$/;
 const NOT_SETEXT_PARA = /^(?: {4,}|\t| {0,3}(?:>|[-+*][ \t]|\d{1,9}[.)][ \t]|<))/;
+/** A whole line in capitals ending with a colon (`TERMS AND CONDITIONS:`), at least 3 letters, no lower case. */
+const CAPS_TITLE =
+  /^ {0,3}(?=(?:[^\p{Ll}\n]*?\p{Lu}){3})([\p{Lu}\p{N}][\p{Lu}\p{N} &/,'().-]{1,78}):[ \t]*$/u;
 const TABLE_DELIMITER = /^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$/;
 
 /** Cleans a raw heading text: closing `#`s, `{ #anchor }` attributes, surrounding blanks. */
@@ -51,7 +54,8 @@ function headingTitle(raw: string): string {
 }
 
 /**
- * Splits Markdown into top-level blocks: ATX and Setext headings, fenced code
+ * Splits Markdown into top-level blocks: ATX and Setext headings, capitals-only
+ * `TITLE:` lines (as headings one level below the last Markdown heading), fenced code
  * (``` or ~~~, length ≥ 3, closed by the same character with at least the same
  * length, or running to the end), GFM tables (header + delimiter row, then rows
  * containing `|`), YAML front matter, and paragraphs (everything else, up to a
@@ -83,6 +87,8 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
     table = null;
   };
   let i = 0;
+  /** Level of the last ATX/Setext heading (0 before any). */
+  let markdownLevel = 0;
   const first = lines[0];
   if (first && lt(first).trimEnd() === "---") {
     for (let j = 1; j < lines.length; j++) {
@@ -126,13 +132,23 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
     if (atx) {
       closePara();
       closeTable();
-      push("heading", l.start, l.end, { level: atx[1]?.length ?? 1, title: headingTitle(atx[2] ?? "") });
+      markdownLevel = atx[1]?.length ?? 1;
+      push("heading", l.start, l.end, { level: markdownLevel, title: headingTitle(atx[2] ?? "") });
+      continue;
+    }
+    const caps = table ? null : CAPS_TITLE.exec(t);
+    if (caps) {
+      // Plain-text section titles nest under the current Markdown heading.
+      closePara();
+      const level = Math.min(6, markdownLevel + 1);
+      push("heading", l.start, l.end, { level, title: (caps[1] ?? "").trim() });
       continue;
     }
     const setext = SETEXT.exec(t);
     const p = para as { start: number; end: number; first: string; lines: string[] } | null;
     if (setext && p && !NOT_SETEXT_PARA.test(p.first)) {
       const level = setext[1]?.startsWith("=") ? 1 : 2;
+      markdownLevel = level;
       push("heading", p.start, l.end, { level, title: headingTitle(p.lines.map((s) => s.trim()).join(" ")) });
       para = null;
       continue;
@@ -365,8 +381,10 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
 /**
  * Splits Markdown `doc.text` into DOCUMENT chunks (chunkType `section`).
  *
- * Sections are a heading plus its content up to the next heading (ATX `#`..`######`
- * or Setext; `#` lines inside fenced code are ignored). A heading with no content
+ * Sections are a heading plus its content up to the next heading (ATX `#`..`######`,
+ * Setext, or a plain-text title line in capitals ending with a colon such as
+ * `TERMS AND CONDITIONS:`, nested one level under the current Markdown heading;
+ * heading-like lines inside fenced code — ``` or ~~~, any fence length — are ignored). A heading with no content
  * of its own joins the following subsection; with `minSize` > 0, consecutive
  * sibling sections shorter than `minSize` merge while they fit (headingPath then is
  * their parent's path). A section longer than the budget is split block-aware:

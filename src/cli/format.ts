@@ -1,8 +1,10 @@
 import cliProgress from "cli-progress";
+import type { SizeMeasure } from "../chunk/measure.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 import { formatCitation } from "../retrieve/attribution.js";
 import type { KbCounts, KbRecord } from "../store/catalog.js";
+import type { Chunk, ExtractedDocument } from "../types.js";
 
 /**
  * Renders progress on stderr: a bar on a terminal; otherwise (logs, CI) one
@@ -117,9 +119,42 @@ export function formatKb(kb: KbRecord, counts: KbCounts): string {
     `name:       ${kb.name}`,
     `created:    ${kb.createdAt}`,
     `documents:  ${counts.documents} (${counts.embeddedDocuments} with vectors), chunks: ${counts.chunks}`,
-    `chunking:   ${c.chunking.strategy}, size ${c.chunking.chunkSize}, overlap ${c.chunking.chunkOverlap}, min ${c.chunking.minChunkSize} (characters)`,
+    `chunking:   ${c.chunking.strategy}, size ${c.chunking.chunkSize}, overlap ${c.chunking.chunkOverlap}, min ${c.chunking.minChunkSize} (${c.chunking.unit === "tokens" ? `${c.chunking.tokenizer ?? "o200k_base"} tokens` : "characters"})`,
     `embedding:  ${c.embedding.provider}:${c.embedding.model}, batch ${c.embedding.batchSize}`,
     `store:      ${c.vectorStore.type}`,
     `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK}, keyword top-k ${c.retrieval.keywordTopK}, RRF k ${c.retrieval.rrfK}, min score ${c.retrieval.minScore}, dedup ≥ ${c.retrieval.dedupThreshold}`,
   ].join("\n");
+}
+
+/** One extracted document and its chunks, for {@link formatChunks}. */
+export interface ChunkedDocument {
+  doc: ExtractedDocument;
+  chunks: Chunk[];
+}
+
+/**
+ * Human-readable chunk listing for `kl chunk`: per chunk a header line (index,
+ * type, character span, size in the measure's unit, heading path or other
+ * context) followed by the chunk text as it is embedded.
+ */
+export function formatChunks(docs: ChunkedDocument[], measure: SizeMeasure): string {
+  const lines: string[] = [];
+  for (const { doc, chunks } of docs) {
+    lines.push(`${doc.uri} (${doc.metadata.type}, ${doc.text.length} chars): ${chunks.length} chunks`);
+    for (const c of chunks) {
+      const unit = measure.unit === "chars" ? "chars" : `${measure.name} tokens`;
+      const info = [
+        `chunk ${c.chunkIndex + 1}/${c.totalChunks}`,
+        c.chunkType,
+        `[${c.start}, ${c.end})`,
+        `${measure.count(c.text)} ${unit}`,
+      ];
+      const symbol = c.metadata.symbol;
+      if (typeof symbol === "string") info.push(symbol);
+      if (c.metadata.pageStart !== undefined) info.push(`page ${String(c.metadata.pageStart)}`);
+      lines.push("", `── ${info.join(" · ")} ──`, c.text);
+    }
+    lines.push("");
+  }
+  return lines.join("\n");
 }

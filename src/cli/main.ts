@@ -1,16 +1,33 @@
 #!/usr/bin/env node
+import { resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { type ConcreteStrategy, createChunker } from "../chunk/index.js";
+import { TOKENIZERS } from "../chunk/measure.js";
+import { validateChunkingConfig } from "../chunk/spans.js";
 import {
   CHUNKING_STRATEGIES,
+  type ChunkingConfig,
   type ChunkingStrategy,
+  defaultKbConfig,
   RETRIEVAL_MODES,
   type RetrievalMode,
+  SIZE_UNITS,
+  type SizeUnit,
 } from "../config.js";
+import { createEmbedder } from "../embed/index.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { evaluateBeir } from "../eval/beir.js";
+import { extractFile } from "../extract/index.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
-import { formatIngestSummary, formatKb, formatSearchResults, ProgressReporter } from "./format.js";
+import {
+  type ChunkedDocument,
+  formatChunks,
+  formatIngestSummary,
+  formatKb,
+  formatSearchResults,
+  ProgressReporter,
+} from "./format.js";
 
 const VERSION = "0.1.0";
 
@@ -76,16 +93,14 @@ kb.command("create")
   .argument("<name>", "knowledge base name")
   .description("create a knowledge base with its own chunking, embedding and retrieval settings")
   .addOption(new Option("--strategy <strategy>", "chunking strategy").choices([...CHUNKING_STRATEGIES]))
-  .option("--chunk-size <chars>", "target chunk size in characters (default 1500)", int("--chunk-size"))
-  .option(
-    "--chunk-overlap <chars>",
-    "overlap between chunks in characters (default 150)",
-    int("--chunk-overlap", 0),
-  )
-  .option(
-    "--min-chunk-size <chars>",
-    "minimum chunk size in characters (default 500)",
-    int("--min-chunk-size", 0),
+  .option("--chunk-size <n>", "maximum chunk size in --unit (default 1500)", int("--chunk-size"))
+  .option("--chunk-overlap <n>", "overlap between chunks in --unit (default 150)", int("--chunk-overlap", 0))
+  .option("--min-chunk-size <n>", "minimum chunk size in --unit (default 500)", int("--min-chunk-size", 0))
+  .addOption(new Option("--unit <unit>", "unit of chunk sizes (default chars)").choices([...SIZE_UNITS]))
+  .addOption(
+    new Option("--tokenizer <name>", "tokenizer for --unit tokens (default o200k_base)").choices([
+      ...TOKENIZERS,
+    ]),
   )
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
   .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
@@ -114,6 +129,8 @@ kb.command("create")
           chunkSize: o.chunkSize,
           chunkOverlap: o.chunkOverlap,
           minChunkSize: o.minChunkSize,
+          unit: o.unit as SizeUnit | undefined,
+          tokenizer: o.tokenizer,
         },
         embedding: { model: o.embeddingModel },
         retrieval: {
@@ -234,6 +251,80 @@ program
     });
   });
 
+program
+  .command("chunk")
+  .argument("<file>", "a file (or Slack export folder) to extract and chunk")
+  .description("print the chunks a file would be split into (nothing is stored)")
+  .addOption(
+    new Option("--strategy <strategy>", "chunking strategy (default: the KB's, auto)").choices([
+      ...CHUNKING_STRATEGIES,
+    ]),
+  )
+  .option("--chunk-size <n>", "maximum chunk size in --unit", int("--chunk-size"))
+  .option("--overlap <n>", "overlap between FIXED chunks in --unit", int("--overlap", 0))
+  .option("--min-size <n>", "minimum chunk size in --unit", int("--min-size", 0))
+  .addOption(new Option("--unit <unit>", "unit of sizes (default chars)").choices([...SIZE_UNITS]))
+  .addOption(
+    new Option("--tokenizer <name>", "tokenizer for --unit tokens (default o200k_base)").choices([
+      ...TOKENIZERS,
+    ]),
+  )
+  .option("--kb <name>", "start from this knowledge base's chunking settings")
+  .option("--json", "print JSON: documents with their chunks (text, body, start, end, …)")
+  .action(async (file: string, o, command: Command) => {
+    const base = o.kb ? await withKl(command, (kl) => kl.getKb(o.kb).config) : defaultKbConfig();
+    const chunking: ChunkingConfig = { ...base.chunking };
+    if (o.strategy) chunking.strategy = o.strategy as ChunkingStrategy;
+    if (o.chunkSize !== undefined) chunking.chunkSize = o.chunkSize;
+    if (o.overlap !== undefined) chunking.chunkOverlap = o.overlap;
+    if (o.minSize !== undefined) chunking.minChunkSize = o.minSize;
+    if (o.unit) chunking.unit = o.unit as SizeUnit;
+    if (o.tokenizer) chunking.tokenizer = o.tokenizer;
+    // A smaller --chunk-size alone should not trip over the default overlap or minimum.
+    if (o.chunkSize !== undefined && o.overlap === undefined && chunking.chunkOverlap >= chunking.chunkSize)
+      chunking.chunkOverlap = Math.floor(chunking.chunkSize / 10);
+    if (o.chunkSize !== undefined && o.minSize === undefined && chunking.minChunkSize >= chunking.chunkSize)
+      chunking.minChunkSize = Math.floor(chunking.chunkSize / 3);
+    validateChunkingConfig(chunking);
+    const embedder = chunking.strategy === "embedding_semantic" ? createEmbedder(base.embedding) : undefined;
+    const chunker = createChunker(chunking, undefined, { embedder, batchSize: base.embedding.batchSize });
+    const docs = await extractFile(resolve(file));
+    const out: ChunkedDocument[] = [];
+    for (const doc of docs) out.push({ doc, chunks: await chunker.chunk(doc) });
+    if (o.json) {
+      console.log(
+        JSON.stringify(
+          {
+            file: resolve(file),
+            chunking,
+            documents: out.map(({ doc, chunks }) => ({
+              uri: doc.uri,
+              type: doc.metadata.type,
+              title: doc.metadata.title,
+              characters: doc.text.length,
+              chunks: chunks.map((c) => ({
+                text: c.text,
+                body: doc.text.slice(c.start, c.end),
+                start: c.start,
+                end: c.end,
+                chunkIndex: c.chunkIndex,
+                totalChunks: c.totalChunks,
+                chunkType: c.chunkType,
+                contextPrefix: c.contextPrefix,
+                size: chunker.limits.measure.count(c.text),
+                metadata: c.metadata,
+              })),
+            })),
+          },
+          null,
+          2,
+        ),
+      );
+    } else {
+      console.log(formatChunks(out, chunker.limits.measure));
+    }
+  });
+
 const evalCmd = program.command("eval").description("evaluate retrieval quality");
 evalCmd
   .command("beir")
@@ -285,6 +376,12 @@ evalCmd
       }
     });
   });
+
+// `kl chunk FILE | head` closes stdout early: end quietly instead of crashing on EPIPE.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   if (error instanceof KnowledgeLayerError) {
