@@ -84,7 +84,13 @@ export interface OpenOptions {
 /** Options for ingest calls. */
 export interface IngestOptions {
   kb?: string;
-  /** Compute vectors (default true). Keyword-only evaluation turns this off. */
+  /**
+   * Compute and store chunk vectors (default true). Keyword-only evaluation turns
+   * this off. A KB with `embedding_semantic` chunking still embeds sentences to
+   * find its cuts (through the embedding cache, so a later embedding ingest reuses
+   * them), so its chunks are the same with and without vectors; if the model
+   * cannot run, its documents are cut into fixed windows and a warning is reported.
+   */
   embed?: boolean;
   onProgress?: (event: IngestProgress) => void;
 }
@@ -378,6 +384,9 @@ export class KnowledgeLayer {
       bm25: this.bm25,
       store: this.store,
       embedder: embed ? this.embedder(kb.config) : undefined,
+      // embedding_semantic chunking embeds sentences even without chunk vectors (see IngestOptions.embed).
+      chunkingEmbedder:
+        kb.config.chunking.strategy === "embedding_semantic" ? this.embedder(kb.config) : undefined,
       config: kb.config,
       collection: collectionName(kb.name),
       onProgress: options.onProgress,

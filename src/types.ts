@@ -79,7 +79,24 @@ export type ChunkType =
   | "message_cluster"
   | "code_function"
   | "code_class"
-  | "code_block";
+  | "code_block"
+  | "semantic";
+
+/**
+ * A vector a chunker computed for a chunk (EMBEDDING_SEMANTIC: the normalised
+ * mean of its sentence vectors), so ingest need not embed the chunk again.
+ * Ingest uses it only while `text` is still the chunk's text and the provider
+ * and model are the knowledge base's; it never enters the embedding cache.
+ */
+export interface ChunkEmbedding {
+  /** L2-normalised vector. */
+  vector: Float32Array;
+  /** Provider and model of the embedder whose vectors it was derived from. */
+  provider: string;
+  modelId: string;
+  /** The chunk text the vector stands for (context prefix included; EMBEDDING_SEMANTIC has none). */
+  text: string;
+}
 
 /**
  * A retrievable passage of a document.
@@ -108,6 +125,8 @@ export interface Chunk {
    * `participants`, `users`, `tsStart`/`tsEnd`, `threadTs` (SLACK), `symbol` (CODE).
    */
   metadata: Record<string, unknown>;
+  /** Precomputed embedding of `text`, when the chunker made one (see {@link ChunkEmbedding}). */
+  embedding?: ChunkEmbedding;
 }
 
 /** Separator placed between a chunk's context prefix and its body. */

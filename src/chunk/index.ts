@@ -5,12 +5,14 @@
  * All sizes are in characters (UTF-16 code units of the extracted text).
  */
 import type { ChunkingConfig, ChunkingStrategy } from "../config.js";
+import type { Embedder } from "../embed/contract.js";
 import { ConfigError } from "../errors.js";
 import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
 import { chunkCode } from "./code.js";
 import type { Chunker } from "./contract.js";
 import { chunkMarkdown } from "./document.js";
 import { chunkEmail } from "./email.js";
+import { createEmbeddingSemanticChunker } from "./embedding-semantic.js";
 import { chunkFixed } from "./fixed.js";
 import { chunkSemantic } from "./semantic.js";
 import { chunkSlack } from "./slack.js";
@@ -22,9 +24,19 @@ export { chunkCode, createCodeChunker } from "./code.js";
 export type { Chunker, ChunkerFactory } from "./contract.js";
 export { chunkMarkdown, createDocumentChunker, type MarkdownBlock, parseMarkdownBlocks } from "./document.js";
 export { chunkEmail, createEmailChunker, emailHeaderBlock, quotedSpans } from "./email.js";
+export {
+  chunkEmbeddingSemantic,
+  cosine,
+  createEmbeddingSemanticChunker,
+  EMBEDDING_SEMANTIC_CHUNKER,
+  type EmbeddingSemanticDeps,
+  FIXED_FALLBACK_CHUNKER,
+  percentile,
+  semanticBreakpoints,
+} from "./embedding-semantic.js";
 export { chunkFixed, createFixedChunker } from "./fixed.js";
 export { chunkSemantic, createSemanticChunker } from "./semantic.js";
-export { sentenceBoundaries, splitSentences } from "./sentences.js";
+export { type SentenceSpanOptions, sentenceBoundaries, sentenceSpans, splitSentences } from "./sentences.js";
 export { chunkSlack, createSlackChunker, SLACK_MAX_GAP_SECONDS } from "./slack.js";
 export { type ChunkLimits, type Span, validateChunkingConfig } from "./spans.js";
 
@@ -64,20 +76,38 @@ export function strategyFor(doc: ExtractedDocument): TextStrategy {
   return AUTO[doc.metadata.type] ?? "semantic";
 }
 
+/** What strategies beyond the document need; only `embedding_semantic` uses it. */
+export interface ChunkerDeps {
+  /** Embedder for EMBEDDING_SEMANTIC's sentence vectors (the knowledge base's, so its cache and vectors are shared). */
+  embedder?: Embedder;
+  /** Sentences per embedding call for EMBEDDING_SEMANTIC. Default 32. */
+  batchSize?: number;
+}
+
 /**
  * Creates a chunker for `strategy` (default: `config.strategy`; `auto` chooses
- * per document with {@link strategyFor}). Every chunker sets `chunkIndex` and
- * `totalChunks`, orders chunks by start, and adds `pageStart`/`pageEnd` metadata
- * when the document has segments with a numeric `page`.
+ * per document with {@link strategyFor} and never picks `embedding_semantic`).
+ * Every chunker sets `chunkIndex` and `totalChunks`, orders chunks by start, and
+ * adds `pageStart`/`pageEnd` metadata when the document has segments with a
+ * numeric `page`. The `embedding_semantic` chunker is asynchronous and needs
+ * `deps.embedder` (see `createEmbeddingSemanticChunker`); the others are
+ * synchronous and ignore `deps`.
  *
  * @throws ConfigError immediately (before any text is read) when chunkSize ≤ 0,
  *   chunkOverlap < 0, chunkOverlap ≥ chunkSize, minChunkSize < 0, a value is not an
- *   integer, or the strategy is unknown.
+ *   integer, the strategy is unknown, or `embedding_semantic` has no `deps.embedder`.
  */
-export function createChunker(config: ChunkingConfig, strategy?: ConcreteStrategy): Chunker {
+export function createChunker(
+  config: ChunkingConfig,
+  strategy?: ConcreteStrategy,
+  deps?: ChunkerDeps,
+): Chunker {
   const name: ChunkingStrategy = strategy ?? config.strategy;
   if (name === "embedding_semantic") {
-    throw new ConfigError("embedding_semantic chunking is not available yet");
+    return createEmbeddingSemanticChunker(
+      config,
+      deps?.embedder ? { embedder: deps.embedder, batchSize: deps.batchSize } : undefined,
+    );
   }
   if (name === "auto") {
     return defineChunker("auto", config, (doc, limits) => STRATEGIES[strategyFor(doc)](doc, limits));
@@ -85,7 +115,7 @@ export function createChunker(config: ChunkingConfig, strategy?: ConcreteStrateg
   const fn = STRATEGIES[name];
   if (!fn) {
     throw new ConfigError(
-      `unknown chunking strategy "${String(name)}" (use auto, ${Object.keys(STRATEGIES).join(", ")})`,
+      `unknown chunking strategy "${String(name)}" (use auto, ${Object.keys(STRATEGIES).join(", ")}, embedding_semantic)`,
     );
   }
   return defineChunker(name, config, fn);
@@ -93,9 +123,13 @@ export function createChunker(config: ChunkingConfig, strategy?: ConcreteStrateg
 
 /**
  * Splits one extracted document with the configured strategy (see
- * {@link createChunker}). A blank document yields `[]`.
+ * {@link createChunker}; `deps` as there). A blank document yields `[]`.
  * @throws ConfigError for invalid chunking parameters.
  */
-export async function chunkDocument(doc: ExtractedDocument, config: ChunkingConfig): Promise<Chunk[]> {
-  return createChunker(config).chunk(doc);
+export async function chunkDocument(
+  doc: ExtractedDocument,
+  config: ChunkingConfig,
+  deps?: ChunkerDeps,
+): Promise<Chunk[]> {
+  return createChunker(config, undefined, deps).chunk(doc);
 }

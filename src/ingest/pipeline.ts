@@ -1,10 +1,13 @@
 import { createHash } from "node:crypto";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
-import { chunkDocument } from "../chunk/index.js";
+import type { Chunker } from "../chunk/contract.js";
+import { FIXED_FALLBACK_CHUNKER } from "../chunk/embedding-semantic.js";
+import { createChunker } from "../chunk/index.js";
 import type { KnowledgeBaseConfig } from "../config.js";
 import type { CachedEmbedder } from "../embed/cache.js";
-import { ExtractionError } from "../errors.js";
+import type { Embedder } from "../embed/contract.js";
+import { ConfigError, ExtractionError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
 import type { Bm25Index } from "../retrieve/bm25.js";
 import type { Catalog } from "../store/catalog.js";
@@ -12,7 +15,7 @@ import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
-export const PIPELINE_VERSION = 1;
+export const PIPELINE_VERSION = 2;
 
 /** A per-file problem reported by ingest. */
 export interface IngestIssue {
@@ -44,8 +47,17 @@ export interface IngestSummary {
   skipped: IngestIssue[];
   /** Files that failed (parse errors, empty files) with the reason; the run went on. */
   errors: IngestIssue[];
-  /** Texts embedded by the model vs served from the embedding cache. */
-  embedded: { computed: number; cached: number };
+  /**
+   * Sources ingested with a degraded result, with the reason: e.g. EMBEDDING_SEMANTIC
+   * chunking fell back to fixed windows because the embedder failed.
+   */
+  warnings: IngestIssue[];
+  /**
+   * Texts embedded by the model vs served from the embedding cache (sentences
+   * embedded for EMBEDDING_SEMANTIC chunking included), and chunk vectors reused
+   * from the chunker (the mean of its sentence vectors) without an embedding call.
+   */
+  embedded: { computed: number; cached: number; reused: number };
   durationMs: number;
 }
 
@@ -61,6 +73,13 @@ export interface IngestContext {
   store: SqliteVectorStore;
   /** Embedder with the persistent cache; absent when `embed` is false. */
   embedder?: CachedEmbedder;
+  /**
+   * Embedder the `embedding_semantic` chunker embeds sentences with, also when
+   * `embed` is false (default: `embedder`). It should be the KB's cached
+   * embedder: sentence vectors are then cached, and chunk vectors derived from
+   * them are stored without embedding the chunks again.
+   */
+  chunkingEmbedder?: CachedEmbedder;
   config: KnowledgeBaseConfig;
   /** Vector collection of the knowledge base. */
   collection: string;
@@ -83,7 +102,7 @@ interface PreparedUnit {
   /** The unit had documents before this run. */
   replaces: boolean;
   docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
-  vectors?: Float32Array[];
+  vectors?: (Float32Array | undefined)[];
 }
 
 /** Fingerprint of everything that determines a document's chunks and vectors. */
@@ -133,7 +152,15 @@ export async function hashPath(path: string): Promise<string> {
  * replaces each source's documents in one SQLite transaction, so an interrupted
  * run leaves every source either fully old or fully new. A source that fails
  * is reported in `errors` and the run continues.
+ *
+ * With `embedding_semantic` chunking, sentences are embedded while chunking
+ * (through `ctx.chunkingEmbedder`, the KB's cached embedder), also when `embed`
+ * is false, so a keyword-only ingest yields the same chunks; a chunk that carries
+ * the mean of its sentence vectors is stored with it instead of being embedded
+ * again (counted in `embedded.reused`). If the embedder fails while chunking, the
+ * document is cut into FIXED windows and a `warnings` entry names it.
  * @throws KnowledgeLayerError when a given path does not exist.
+ * @throws ConfigError when the KB uses `embedding_semantic` and no embedder is given.
  */
 export async function ingestPaths(ctx: IngestContext, paths: string[], embed = true): Promise<IngestSummary> {
   const started = Date.now();
@@ -201,6 +228,35 @@ export async function ingestDocuments(
 /** Chunks pending embedding before a batch is flushed. */
 const FLUSH_CHUNKS = 256;
 
+/**
+ * The KB's chunker. `embedding_semantic` gets `ctx.chunkingEmbedder` (else
+ * `ctx.embedder`) and the KB's embedding batch size.
+ * @throws ConfigError when `embedding_semantic` has no embedder to use.
+ */
+function kbChunker(ctx: IngestContext): Chunker {
+  const { config } = ctx;
+  if (config.chunking.strategy !== "embedding_semantic") return createChunker(config.chunking);
+  const embedder = ctx.chunkingEmbedder ?? ctx.embedder;
+  if (!embedder) {
+    throw new ConfigError(
+      `knowledge base "${config.name}" uses embedding_semantic chunking, which needs an embedder; none was given to ingest`,
+    );
+  }
+  return createChunker(config.chunking, undefined, { embedder, batchSize: config.embedding.batchSize });
+}
+
+/**
+ * The chunk's precomputed vector when it may be stored as the chunk's embedding:
+ * the chunker attached one for exactly this text (no context prefix), made from
+ * vectors of the same provider and model as `embedder`, of its dimension.
+ */
+function reusableVector(chunk: Chunk, embedder: Embedder): Float32Array | undefined {
+  const e = chunk.embedding;
+  if (!e || chunk.contextPrefix !== undefined || e.text !== chunk.text) return undefined;
+  if (e.provider !== embedder.provider || e.modelId !== embedder.modelId) return undefined;
+  return e.vector.length === embedder.dimension ? e.vector : undefined;
+}
+
 async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boolean): Promise<IngestSummary> {
   const started = Date.now();
   const { catalog, config } = ctx;
@@ -217,12 +273,16 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     chunks: 0,
     skipped: [],
     errors: [],
-    embedded: { computed: 0, cached: 0 },
+    warnings: [],
+    embedded: { computed: 0, cached: 0, reused: 0 },
     durationMs: 0,
   };
   if (embed && !ctx.embedder) throw new Error("ingest: embedding requested but no embedder given");
+  const chunker = kbChunker(ctx);
   if (embed && ctx.embedder) ctx.store.createCollectionSync(ctx.collection, ctx.embedder.dimension, "cosine");
-  const statsBefore = ctx.embedder ? { ...ctx.embedder.stats } : { hits: 0, misses: 0 };
+  // Sentence embeddings of embedding_semantic chunking count too, also when `embed` is false.
+  const counted = ctx.embedder ?? ctx.chunkingEmbedder;
+  const statsBefore = counted ? { ...counted.stats } : { hits: 0, misses: 0 };
   ctx.onProgress?.({ phase: "discovered", total: units.length });
 
   let pending: PreparedUnit[] = [];
@@ -230,13 +290,24 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   const flush = async (): Promise<void> => {
     if (pending.length === 0) return;
     if (embed && ctx.embedder) {
-      const texts = pending.flatMap((p) => p.docs.flatMap((d) => d.chunks.map((c) => c.text)));
-      const vectors = await ctx.embedder.embedTexts(texts);
-      let offset = 0;
+      // Chunks that carry a usable vector (embedding_semantic) are not embedded again.
+      const embedder = ctx.embedder;
+      const texts: string[] = [];
       for (const p of pending) {
-        const n = p.docs.reduce((s, d) => s + d.chunks.length, 0);
-        p.vectors = vectors.slice(offset, offset + n);
-        offset += n;
+        p.vectors = p.docs.flatMap((d) =>
+          d.chunks.map((c) => {
+            const vector = reusableVector(c, embedder);
+            if (vector) summary.embedded.reused++;
+            else texts.push(c.text);
+            return vector;
+          }),
+        );
+      }
+      const computed = await embedder.embedTexts(texts);
+      let k = 0;
+      for (const p of pending) {
+        const vectors = p.vectors ?? [];
+        for (let i = 0; i < vectors.length; i++) vectors[i] ??= computed[k++];
       }
     }
     for (const p of pending) {
@@ -266,9 +337,16 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
         const docs = await unit.load();
         const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [] };
         for (const doc of docs) {
-          const chunks = await chunkDocument(doc, config.chunking);
+          const chunks = await chunker.chunk(doc);
           prepared.docs.push({ doc, chunks });
           pendingChunks += chunks.length;
+          const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
+          if (fallback) {
+            summary.warnings.push({
+              path: doc.uri,
+              reason: `embedding_semantic chunking fell back to fixed windows: ${String(fallback.metadata.fallbackReason)}`,
+            });
+          }
         }
         if (prepared.docs.every((d) => d.chunks.length === 0)) {
           summary.errors.push({ path: unit.path, reason: "no text to index (extracted text is empty)" });
@@ -284,9 +362,9 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path });
   }
   await flush();
-  if (ctx.embedder) {
-    summary.embedded.computed = ctx.embedder.stats.misses - statsBefore.misses;
-    summary.embedded.cached = ctx.embedder.stats.hits - statsBefore.hits;
+  if (counted) {
+    summary.embedded.computed = counted.stats.misses - statsBefore.misses;
+    summary.embedded.cached = counted.stats.hits - statsBefore.hits;
   }
   summary.durationMs = Date.now() - started;
   return summary;
