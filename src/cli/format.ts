@@ -78,8 +78,9 @@ export function formatIngestSummary(s: IngestSummary): string {
   const lines = [
     `kb "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ${s.removed.length} removed, ` +
       `${s.errors.length} errors, ${s.skipped.length} skipped`,
-    `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached; ${(s.durationMs / 1000).toFixed(1)} s`,
+    `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached${s.embedded.reused ? `, ${s.embedded.reused} reused from sentence vectors` : ""}; ${(s.durationMs / 1000).toFixed(1)} s`,
   ];
+  for (const w of s.warnings) lines.push(`  warning ${w.path}: ${w.reason}`);
   for (const e of s.errors) lines.push(`  error   ${e.path}: ${e.reason}`);
   for (const p of s.removed) lines.push(`  removed ${p}`);
   for (const e of s.skipped.slice(0, 20)) lines.push(`  skipped ${e.path}: ${e.reason}`);
