@@ -14,8 +14,8 @@ import {
   makeChunk,
   type Span,
   sizeOf,
+  skipBlankBackward,
   skipBlankForward,
-  trimSpan,
 } from "./spans.js";
 import { type Line, lineSpans, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
 
@@ -43,6 +43,20 @@ const NOT_SETEXT_PARA = /^(?: {4,}|\t| {0,3}(?:>|[-+*][ \t]|\d{1,9}[.)][ \t]|<))
 /** A whole line in capitals ending with a colon (`TERMS AND CONDITIONS:`), at least 3 letters, no lower case. */
 const CAPS_TITLE =
   /^ {0,3}(?=(?:[^\p{Ll}\n]*?\p{Lu}){3})([\p{Lu}\p{N}][\p{Lu}\p{N} &/,'().-]{1,78}):[ \t]*$/u;
+/** The first character of `line` after up to 3 leading spaces (a tab or 4th space counts). */
+function firstNonSpace(line: string): string {
+  let i = 0;
+  while (i < 3 && line.charCodeAt(i) === 32) i++;
+  return line.charAt(i);
+}
+
+/** True when `line` ends with `:` before optional trailing spaces/tabs. */
+function endsWithColon(line: string): boolean {
+  let i = line.length - 1;
+  while (i >= 0 && (line.charCodeAt(i) === 32 || line.charCodeAt(i) === 9)) i--;
+  return line.charCodeAt(i) === 58;
+}
+
 const TABLE_DELIMITER = /^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$/;
 
 /** Cleans a raw heading text: closing `#`s, `{ #anchor }` attributes, surrounding blanks. */
@@ -70,12 +84,16 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
     kind: MarkdownBlockKind,
     start: number,
     end: number,
-    extra: Partial<MarkdownBlock> = {},
+    extra?: Partial<MarkdownBlock>,
   ): void => {
-    const t = trimSpan(text, start, end);
-    if (t) blocks.push({ ...t, kind, ...extra });
+    const s = skipBlankForward(text, start, end);
+    const e = skipBlankBackward(text, end, s);
+    if (e <= s) return;
+    const block: MarkdownBlock = { start: s, end: e, kind };
+    if (extra) Object.assign(block, extra);
+    blocks.push(block);
   };
-  let para: { start: number; end: number; first: string; lines: string[] } | null = null;
+  let para: { start: number; end: number; first: string } | null = null;
   let table: MarkdownBlock | null = null;
   const closePara = (): void => {
     if (para) push("paragraph", para.start, para.end);
@@ -109,7 +127,9 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       closeTable();
       continue;
     }
-    const fence = FENCE_OPEN.exec(t);
+    // Cheap guards on the first non-space character keep the per-line regexes off most lines.
+    const lead = firstNonSpace(t);
+    const fence = lead === "`" || lead === "~" ? FENCE_OPEN.exec(t) : null;
     const marker = fence?.[1];
     if (fence && marker && !(marker.startsWith("`") && (fence[2] ?? "").includes("`"))) {
       closePara();
@@ -128,7 +148,7 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       i = j;
       continue;
     }
-    const atx = ATX.exec(t);
+    const atx = lead === "#" ? ATX.exec(t) : null;
     if (atx) {
       closePara();
       closeTable();
@@ -136,7 +156,7 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       push("heading", l.start, l.end, { level: markdownLevel, title: headingTitle(atx[2] ?? "") });
       continue;
     }
-    const caps = table ? null : CAPS_TITLE.exec(t);
+    const caps = table || !endsWithColon(t) ? null : CAPS_TITLE.exec(t);
     if (caps) {
       // Plain-text section titles nest under the current Markdown heading.
       closePara();
@@ -144,12 +164,19 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       push("heading", l.start, l.end, { level, title: (caps[1] ?? "").trim() });
       continue;
     }
-    const setext = SETEXT.exec(t);
-    const p = para as { start: number; end: number; first: string; lines: string[] } | null;
+    const setext = lead === "=" || lead === "-" ? SETEXT.exec(t) : null;
+    const p = para as { start: number; end: number; first: string } | null;
     if (setext && p && !NOT_SETEXT_PARA.test(p.first)) {
       const level = setext[1]?.startsWith("=") ? 1 : 2;
       markdownLevel = level;
-      push("heading", p.start, l.end, { level, title: headingTitle(p.lines.map((s) => s.trim()).join(" ")) });
+      const title = headingTitle(
+        text
+          .slice(p.start, p.end)
+          .split(/\r\n|\r|\n/)
+          .map((s) => s.trim())
+          .join(" "),
+      );
+      push("heading", p.start, l.end, { level, title });
       para = null;
       continue;
     }
@@ -179,9 +206,8 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
     }
     if (p) {
       p.end = l.end;
-      p.lines.push(t);
     } else {
-      para = { start: l.start, end: l.end, first: t, lines: [t] };
+      para = { start: l.start, end: l.end, first: t };
     }
   }
   closePara();

@@ -381,10 +381,18 @@ export interface Line extends Span {
 /** Splits `[start, end)` into lines (`\n`, `\r\n` or `\r` breaks). The last line may be empty. */
 export function lineSpans(text: string, start = 0, end: number = text.length): Line[] {
   const out: Line[] = [];
+  const cr = text.indexOf("\r", start);
+  const lfOnly = cr === -1 || cr >= end;
   let p = start;
   while (p < end) {
-    let q = p;
-    while (q < end && !isBreak(text.charCodeAt(q))) q++;
+    let q: number;
+    if (lfOnly) {
+      q = text.indexOf("\n", p);
+      if (q === -1 || q > end) q = end;
+    } else {
+      q = p;
+      while (q < end && !isBreak(text.charCodeAt(q))) q++;
+    }
     const next = q < end && text.charCodeAt(q) === 13 && text.charCodeAt(q + 1) === 10 ? q + 2 : q + 1;
     out.push({ start: p, end: q, next: Math.min(next, end) });
     p = next;
