@@ -21,14 +21,18 @@ import { docsPath } from "./helpers.js";
 
 const ALL: ConcreteStrategy[] = ["fixed", "semantic", "document", "email", "slack", "code"];
 
-/** Runs a strategy synchronously (every built-in chunker is synchronous). */
-function run(strategy: ConcreteStrategy, d: ExtractedDocument, config: ChunkingConfig): Chunk[] {
-  return createChunker(config, strategy).chunk(d) as Chunk[];
+/** Runs a strategy (CODE and EMBEDDING_SEMANTIC are asynchronous, the others synchronous). */
+async function run(
+  strategy: ConcreteStrategy,
+  d: ExtractedDocument,
+  config: ChunkingConfig,
+): Promise<Chunk[]> {
+  return createChunker(config, strategy).chunk(d);
 }
 
-function timed<T>(fn: () => T): T {
+async function timed<T>(fn: () => Promise<T>): Promise<T> {
   const t0 = performance.now();
-  const out = fn();
+  const out = await fn();
   expect(performance.now() - t0).toBeLessThan(1000);
   return out;
 }
@@ -36,7 +40,7 @@ function timed<T>(fn: () => T): T {
 const json = (name: string) => JSON.parse(readShared("cases", name)) as Record<string, string>;
 
 describe("sentences", () => {
-  test("B12: decimals and abbreviations do not end sentences", () => {
+  test("B12: decimals and abbreviations do not end sentences", async () => {
     const sentences = splitSentences(readShared("cases/B12.txt"));
     expect(sentences).toEqual([
       "Revenue grew 12.5% to $3.2 million in Q3.",
@@ -50,7 +54,7 @@ describe("sentences", () => {
     }
   });
 
-  test("full-width terminators need no whitespace; newlines are boundaries", () => {
+  test("full-width terminators need no whitespace; newlines are boundaries", async () => {
     expect(sentenceBoundaries("你好。世界！好吗？")).toEqual([3, 6, 9]);
     expect(sentenceBoundaries("一；二")).toEqual([2]);
     expect(sentenceBoundaries("line one\nline two")).toEqual([8]);
@@ -59,7 +63,7 @@ describe("sentences", () => {
     expect(sentenceBoundaries("1. Intro and v1.2 now")).toEqual([]);
   });
 
-  test("from/to restrict the scanned range", () => {
+  test("from/to restrict the scanned range", async () => {
     const t = "One. Two. Three. Four.";
     expect(sentenceBoundaries(t, 5, 16)).toEqual([9, 16]);
   });
@@ -76,7 +80,7 @@ describe("configuration (B01)", () => {
     [100, 0, -1],
     [Number.NaN, 0, 0],
   ];
-  test.each(ALL)("%s rejects invalid sizes synchronously with ConfigError", (strategy) => {
+  test.each(ALL)("%s rejects invalid sizes synchronously with ConfigError", async (strategy) => {
     for (const [size, overlap, min] of bad) {
       expect(() => createChunker(cfg(size, overlap, min), strategy)).toThrow(ConfigError);
     }
@@ -88,16 +92,16 @@ describe("configuration (B01)", () => {
     expect(() => createChunker(cfg(100), "nope" as ConcreteStrategy)).toThrow(ConfigError);
   });
 
-  test("valid tiny window: 0123456789 with size 5, overlap 2", () => {
-    const chunks = timed(() => run("fixed", doc("0123456789"), cfg(5, 2)));
+  test("valid tiny window: 0123456789 with size 5, overlap 2", async () => {
+    const chunks = await timed(async () => await run("fixed", doc("0123456789"), cfg(5, 2)));
     expect(chunks.map((c) => c.text)).toEqual(["01234", "34567", "6789"]);
     const last = chunks[chunks.length - 1] as Chunk;
     const prev = chunks[chunks.length - 2] as Chunk;
     expect(prev.text.includes(last.text)).toBe(false);
   });
 
-  test("minChunkSize ≥ chunkSize is clamped, not rejected", () => {
-    const chunks = run("fixed", doc("a b c d e f g h i j k l m n o p"), cfg(10, 0, 50));
+  test("minChunkSize ≥ chunkSize is clamped, not rejected", async () => {
+    const chunks = await run("fixed", doc("a b c d e f g h i j k l m n o p"), cfg(10, 0, 50));
     checkInvariants(doc("a b c d e f g h i j k l m n o p"), chunks, cfg(10));
   });
 });
@@ -108,8 +112,8 @@ describe("FIXED", () => {
     (_, i) => `Sentence number ${i} talks about topic ${i % 7} in some detail.`,
   ).join(" ");
 
-  test("cuts at sentence ends when they exist", () => {
-    const chunks = run("fixed", doc(prose), cfg(300));
+  test("cuts at sentence ends when they exist", async () => {
+    const chunks = await run("fixed", doc(prose), cfg(300));
     expect(chunks.length).toBeGreaterThan(5);
     for (const c of chunks) {
       expect(c.text.endsWith("detail.")).toBe(true);
@@ -118,9 +122,9 @@ describe("FIXED", () => {
     }
   });
 
-  test("overlap is present, bounded and starts at a word", () => {
+  test("overlap is present, bounded and starts at a word", async () => {
     const d = doc(prose);
-    const chunks = run("fixed", d, cfg(300, 80));
+    const chunks = await run("fixed", d, cfg(300, 80));
     checkInvariants(d, chunks, cfg(300, 80));
     for (let i = 1; i < chunks.length; i++) {
       const prev = chunks[i - 1] as Chunk;
@@ -131,10 +135,10 @@ describe("FIXED", () => {
     }
   });
 
-  test("a short tail is rebalanced to at least minChunkSize", () => {
+  test("a short tail is rebalanced to at least minChunkSize", async () => {
     const text = Array.from({ length: 7 }, (_, i) => `Short sentence ${i} here.`).join(" "); // ~160 chars
-    const without = run("fixed", doc(text), cfg(140, 0, 0));
-    const withMin = run("fixed", doc(text), cfg(140, 0, 50));
+    const without = await run("fixed", doc(text), cfg(140, 0, 0));
+    const withMin = await run("fixed", doc(text), cfg(140, 0, 50));
     expect(without).toHaveLength(2);
     expect((without[1] as Chunk).text.length).toBeLessThan(50);
     expect(withMin).toHaveLength(2);
@@ -142,8 +146,8 @@ describe("FIXED", () => {
     checkInvariants(doc(text), withMin, cfg(140));
   });
 
-  test("a document shorter than minChunkSize is one chunk", () => {
-    const chunks = run("fixed", doc("  Tiny document.  "), cfg(1500, 150, 500));
+  test("a document shorter than minChunkSize is one chunk", async () => {
+    const chunks = await run("fixed", doc("  Tiny document.  "), cfg(1500, 150, 500));
     expect(chunks).toHaveLength(1);
     expect(chunks[0]).toMatchObject({
       text: "Tiny document.",
@@ -154,11 +158,11 @@ describe("FIXED", () => {
     });
   });
 
-  test("B14: a 334-character token is hard-split; the last sentence is not", () => {
+  test("B14: a 334-character token is hard-split; the last sentence is not", async () => {
     const text = readShared("cases/B14.txt");
     for (const overlap of [0, 20]) {
       const d = doc(text);
-      const chunks = timed(() => run("fixed", d, cfg(100, overlap)));
+      const chunks = await timed(async () => await run("fixed", d, cfg(100, overlap)));
       checkInvariants(d, chunks, cfg(100, overlap));
       const holder = chunks.filter((c) => c.text.includes("Then restart the service."));
       expect(holder.length).toBeGreaterThan(0);
@@ -168,83 +172,87 @@ describe("FIXED", () => {
     }
     for (const strategy of ["semantic", "document", "email"] as const) {
       const d = doc(text);
-      checkInvariants(
-        d,
-        timed(() => run(strategy, d, cfg(100))),
-        cfg(100),
-      );
+      checkInvariants(d, await timed(async () => await run(strategy, d, cfg(100))), cfg(100));
     }
   });
 
-  test("surrogate pairs and grapheme clusters are never split", () => {
+  test("surrogate pairs and grapheme clusters are never split", async () => {
     const emoji = "😀".repeat(10);
-    expect(run("fixed", doc(emoji), cfg(3)).map((c) => c.text)).toEqual(Array(10).fill("😀"));
-    expect(run("fixed", doc(emoji), cfg(4)).map((c) => c.text)).toEqual(Array(5).fill("😀😀"));
-    expect(run("fixed", doc(`ab${emoji}`), cfg(3)).map((c) => c.text)[0]).toBe("ab");
+    expect((await run("fixed", doc(emoji), cfg(3))).map((c) => c.text)).toEqual(Array(10).fill("😀"));
+    expect((await run("fixed", doc(emoji), cfg(4))).map((c) => c.text)).toEqual(Array(5).fill("😀😀"));
+    expect((await run("fixed", doc(`ab${emoji}`), cfg(3))).map((c) => c.text)[0]).toBe("ab");
     const clusters = "👍🏽".repeat(5); // 4 code units per cluster
-    const cc = run("fixed", doc(clusters), cfg(6));
+    const cc = await run("fixed", doc(clusters), cfg(6));
     for (const c of cc) expect(c.text).toBe("👍🏽");
     // Size 1 cannot hold a surrogate pair: the pair stays whole (one unit over size).
-    const one = run("fixed", doc("a😀b"), cfg(1));
+    const one = await run("fixed", doc("a😀b"), cfg(1));
     expect(one.map((c) => c.text)).toEqual(["a", "😀", "b"]);
   });
 
-  test("Chinese text is cut after 。", () => {
+  test("Chinese text is cut after 。", async () => {
     const text = "这是第一句话，内容比较长一些。".repeat(20);
-    const chunks = run("fixed", doc(text), cfg(100));
+    const chunks = await run("fixed", doc(text), cfg(100));
     for (const c of chunks) expect(c.text.endsWith("。")).toBe(true);
   });
 });
 
 describe("B04: no text lost at boundaries", () => {
   const cases = json("B04.json");
-  test.each(["fixed", "semantic"] as const)("%s boundary_drop keeps all X, Y, Z", (strategy) => {
+  test.each(["fixed", "semantic"] as const)("%s boundary_drop keeps all X, Y, Z", async (strategy) => {
     const text = cases.boundary_drop as string;
-    const chunks = run(strategy, doc(text), cfg(150));
+    const chunks = await run(strategy, doc(text), cfg(150));
     checkInvariants(doc(text), chunks, cfg(150));
     const count = (ch: string) => chunks.reduce((n, c) => n + [...c.text].filter((x) => x === ch).length, 0);
     expect([count("X"), count("Y"), count("Z")]).toEqual([120, 90, 260]);
     expect(chunks.reduce((n, c) => n + nonBlankCount(c.text), 0)).toBe(nonBlankCount(text));
   });
 
-  test.each(["fixed", "semantic", "code"] as const)("%s code_whitespace reassembles exactly", (strategy) => {
-    const text = cases.code_whitespace as string;
-    const d = doc(text, "code", { language: "python" });
-    const chunks = run(strategy, d, cfg(20));
-    checkInvariants(d, chunks, cfg(20));
-    let rebuilt = "";
-    let pos = 0;
-    for (const c of chunks) {
-      const gap = text.slice(pos, c.start);
-      expect(gap.trim()).toBe("");
-      rebuilt += gap + chunkBody(c);
-      pos = c.end;
-    }
-    rebuilt += text.slice(pos);
-    expect(rebuilt).toBe(text);
-    expect(rebuilt).toContain("\n        s += i");
-  });
+  test.each(["fixed", "semantic", "code"] as const)(
+    "%s code_whitespace reassembles exactly",
+    async (strategy) => {
+      const text = cases.code_whitespace as string;
+      const d = doc(text, "code", { language: "python" });
+      const chunks = await run(strategy, d, cfg(20));
+      checkInvariants(d, chunks, cfg(20));
+      let rebuilt = "";
+      let pos = 0;
+      for (const c of chunks) {
+        const gap = text.slice(pos, c.start);
+        expect(gap.trim()).toBe("");
+        rebuilt += gap + chunkBody(c);
+        pos = c.end;
+      }
+      rebuilt += text.slice(pos);
+      expect(rebuilt).toBe(text);
+      expect(rebuilt).toContain("\n        s += i");
+    },
+  );
 
-  test.each(["fixed", "semantic"] as const)("%s prose_spaces chunks are exact substrings", (strategy) => {
-    const text = cases.prose_spaces as string;
-    const chunks = run(strategy, doc(text), cfg(25));
-    checkInvariants(doc(text), chunks, cfg(25));
-    for (const c of chunks) {
-      expect(text.includes(c.text)).toBe(true);
-      expect(c.text).not.toContain("invoicesand");
-      expect(c.text).not.toContain("receiptsin");
-    }
-  });
+  test.each(["fixed", "semantic"] as const)(
+    "%s prose_spaces chunks are exact substrings",
+    async (strategy) => {
+      const text = cases.prose_spaces as string;
+      const chunks = await run(strategy, doc(text), cfg(25));
+      checkInvariants(doc(text), chunks, cfg(25));
+      for (const c of chunks) {
+        expect(text.includes(c.text)).toBe(true);
+        expect(c.text).not.toContain("invoicesand");
+        expect(c.text).not.toContain("receiptsin");
+      }
+    },
+  );
 });
 
 describe("B13: empty and whitespace-only input", () => {
   const cases = json("B13.json");
-  test.each(ALL)("%s returns [] for blank input and one chunk for leading delimiters", (strategy) => {
+  test.each(ALL)("%s returns [] for blank input and one chunk for leading delimiters", async (strategy) => {
     for (const key of ["empty", "whitespace", "nbsp_zwsp"]) {
-      expect(run(strategy, doc(cases[key] as string, "code", { language: "python" }), cfg(50))).toEqual([]);
+      expect(await run(strategy, doc(cases[key] as string, "code", { language: "python" }), cfg(50))).toEqual(
+        [],
+      );
     }
     const text = cases.leading_delims as string;
-    const chunks = run(strategy, doc(text, "code", { language: "python" }), cfg(50));
+    const chunks = await run(strategy, doc(text, "code", { language: "python" }), cfg(50));
     expect(chunks).toHaveLength(1);
     expect(chunks[0]).toMatchObject({ start: 4, end: 15 });
     expect(chunkBody(chunks[0] as Chunk)).toBe("Hello world");
@@ -252,27 +260,27 @@ describe("B13: empty and whitespace-only input", () => {
 });
 
 describe("SEMANTIC", () => {
-  test("B06: CRLF blank lines separate paragraphs like LF", () => {
+  test("B06: CRLF blank lines separate paragraphs like LF", async () => {
     const crlf = json("B06.json").paragraphs as string;
-    const a = run("semantic", doc(crlf), cfg(15));
+    const a = await run("semantic", doc(crlf), cfg(15));
     expect(a.map((c) => c.text.trim())).toEqual(["First point.", "Second point.", "Third point."]);
-    const b = run("semantic", doc(crlf.replace(/\r\n/g, "\n")), cfg(15));
+    const b = await run("semantic", doc(crlf.replace(/\r\n/g, "\n")), cfg(15));
     expect(b.map((c) => c.text)).toEqual(a.map((c) => c.text));
     expect(a.every((c) => c.chunkType === "paragraph")).toBe(true);
   });
 
-  test("groups consecutive paragraphs up to chunkSize", () => {
+  test("groups consecutive paragraphs up to chunkSize", async () => {
     const paras = Array.from({ length: 6 }, (_, i) => `Paragraph ${i} has exactly this text.`);
     const text = paras.join("\n\n");
-    const chunks = run("semantic", doc(text), cfg(90));
+    const chunks = await run("semantic", doc(text), cfg(90));
     expect(chunks.map((c) => c.text)).toEqual([0, 2, 4].map((i) => `${paras[i]}\n\n${paras[i + 1]}`));
   });
 
-  test("an oversized paragraph is cut at sentence ends without overlap between groups", () => {
+  test("an oversized paragraph is cut at sentence ends without overlap between groups", async () => {
     const long = Array.from({ length: 12 }, (_, i) => `Long paragraph sentence ${i}.`).join(" ");
     const text = `Intro.\n\n${long}\n\nOutro paragraph.`;
     const d = doc(text);
-    const chunks = run("semantic", d, cfg(120));
+    const chunks = await run("semantic", d, cfg(120));
     checkInvariants(d, chunks, cfg(120));
     expect((chunks[0] as Chunk).text.startsWith("Intro.\n\nLong paragraph sentence 0.")).toBe(true);
     for (const c of chunks) expect(/[.]$/.test(c.text)).toBe(true);
@@ -282,8 +290,8 @@ describe("SEMANTIC", () => {
 describe("DOCUMENT", () => {
   const install = readShared("data/docs/markdown/rust_book_src/ch01-01-installation.md");
 
-  test("heading path of a known rust book section", () => {
-    const chunks = run("document", doc(install, "markdown"), cfg(1500, 0, 500));
+  test("heading path of a known rust book section", async () => {
+    const chunks = await run("document", doc(install, "markdown"), cfg(1500, 0, 500));
     const c = chunks.find((x) => x.text.includes("rustc --version")) as Chunk;
     expect(c.metadata.headingPath).toEqual(["Installation", "Troubleshooting"]);
     expect(c.contextPrefix).toBe("Installation > Troubleshooting");
@@ -293,21 +301,21 @@ describe("DOCUMENT", () => {
     expect(all).not.toContain("Command Line Notation");
   });
 
-  test("Chinese headings lose their { #anchor } attributes", () => {
+  test("Chinese headings lose their { #anchor } attributes", async () => {
     const text = readShared("data/docs/markdown/fastapi_docs_zh/tutorial/body.md");
-    const chunks = run("document", doc(text, "markdown"), cfg(1500, 0, 0));
+    const chunks = await run("document", doc(text, "markdown"), cfg(1500, 0, 0));
     const paths = chunks.map((c) => c.metadata.headingPath as string[]);
     expect(paths[0]?.[0]).toBe("请求体");
     expect(paths.some((p) => p[1] === "导入 Pydantic 的 `BaseModel`")).toBe(true);
     expect(chunks.every((c) => !(c.contextPrefix ?? "").includes("{"))).toBe(true);
   });
 
-  test("fences: # lines inside are not headings, a fence that fits is not cut", () => {
+  test("fences: # lines inside are not headings, a fence that fits is not cut", async () => {
     const fence = ["```python", "# not a heading", "", "x = 1", "", "# still code", "y = 2", "```"].join(
       "\n",
     );
     const text = `# Top\n\n${"Intro sentence here. ".repeat(8)}\n\n${fence}\n\n## Next\n\nDone.`;
-    const chunks = run("document", doc(text, "markdown"), cfg(220));
+    const chunks = await run("document", doc(text, "markdown"), cfg(220));
     const holder = chunks.filter((c) => c.text.includes("x = 1"));
     expect(holder).toHaveLength(1);
     expect(chunkBody(holder[0] as Chunk)).toContain(fence);
@@ -316,17 +324,17 @@ describe("DOCUMENT", () => {
     expect(paths).toContain("Top/Next");
   });
 
-  test("~~~ and longer fences close only with the same character and length", () => {
+  test("~~~ and longer fences close only with the same character and length", async () => {
     const text = "# A\n\n````\n```\n# inner\n```\n````\n\n~~~\n# tilde\n```\n~~~\n\n# B\n\nend";
-    const chunks = run("document", doc(text, "markdown"), cfg(1500));
+    const chunks = await run("document", doc(text, "markdown"), cfg(1500));
     expect(chunks.map((c) => c.metadata.headingPath)).toEqual([["A"], ["B"]]);
   });
 
-  test("a fence longer than the chunk is split at line boundaries", () => {
+  test("a fence longer than the chunk is split at line boundaries", async () => {
     const lines = Array.from({ length: 60 }, (_, i) => `let value_${i} = compute(${i});`);
     const text = `# Code\n\n\`\`\`rust\n${lines.join("\n")}\n\`\`\``;
     const d = doc(text, "markdown");
-    const chunks = run("document", d, cfg(300));
+    const chunks = await run("document", d, cfg(300));
     checkInvariants(d, chunks, cfg(300));
     expect(chunks.length).toBeGreaterThan(3);
     for (const c of chunks) {
@@ -335,25 +343,25 @@ describe("DOCUMENT", () => {
     }
   });
 
-  test("B06: CRLF headings give the same two sections as LF", () => {
+  test("B06: CRLF headings give the same two sections as LF", async () => {
     const md = json("B06.json").markdown as string;
-    const a = run("document", doc(md, "markdown"), cfg(500));
+    const a = await run("document", doc(md, "markdown"), cfg(500));
     expect(a).toHaveLength(2);
     expect(a[0]?.metadata.headingPath).toEqual(["Install"]);
     expect(a[0]?.text).toContain("Run the setup script.");
     expect(a[1]?.metadata.headingPath).toEqual(["Install", "Linux"]);
     expect(a[1]?.text).toContain("Use the package manager.");
     for (const c of a) expect((c.metadata.headingPath as string[]).join("")).not.toContain("\r");
-    const b = run("document", doc(md.replace(/\r\n/g, "\n"), "markdown"), cfg(500));
+    const b = await run("document", doc(md.replace(/\r\n/g, "\n"), "markdown"), cfg(500));
     expect(b.map((c) => c.text)).toEqual(a.map((c) => c.text.replace(/\r/g, "")));
     // Same with the default minChunkSize: Install and Linux are not siblings, so they stay apart.
-    expect(run("document", doc(md, "markdown"), cfg(500, 0, 500))).toHaveLength(2);
+    expect(await run("document", doc(md, "markdown"), cfg(500, 0, 500))).toHaveLength(2);
   });
 
-  test("B08: tables are cut between rows and continuation chunks repeat the header", () => {
+  test("B08: tables are cut between rows and continuation chunks repeat the header", async () => {
     const text = readShared("cases/B08.md");
     const d = doc(text, "markdown");
-    const chunks = run("document", d, cfg(220));
+    const chunks = await run("document", d, cfg(220));
     checkInvariants(d, chunks, cfg(220));
     const header = "| Param | Type | Default | Meaning |\n|---|---|---|---|";
     const rows = text.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| Param"));
@@ -373,9 +381,9 @@ describe("DOCUMENT", () => {
     expect(tableChunks).toBeGreaterThanOrEqual(3);
   });
 
-  test("B09: continuation chunks keep their own heading path", () => {
+  test("B09: continuation chunks keep their own heading path", async () => {
     const text = readShared("cases/B09.md");
-    const chunks = run("document", doc(text, "markdown"), cfg(200));
+    const chunks = await run("document", doc(text, "markdown"), cfg(200));
     const first = chunks.filter((c) => c.start < text.indexOf("# Library Newsletter - Spring 2024"));
     const second = chunks.filter((c) => c.start >= text.indexOf("# Library Newsletter - Spring 2024"));
     expect(first.length).toBeGreaterThanOrEqual(2);
@@ -392,7 +400,7 @@ describe("DOCUMENT", () => {
     for (const c of chunks) expect(c.text.length).toBeLessThanOrEqual(200);
   });
 
-  test("Setext headings, preamble and small sibling merging", () => {
+  test("Setext headings, preamble and small sibling merging", async () => {
     const text = [
       "Preamble line before any heading.",
       "",
@@ -411,7 +419,7 @@ describe("DOCUMENT", () => {
       "",
       "Beta text.",
     ].join("\n");
-    const separate = run("document", doc(text, "markdown"), cfg(500, 0, 0));
+    const separate = await run("document", doc(text, "markdown"), cfg(500, 0, 0));
     expect(separate.map((c) => c.metadata.headingPath)).toEqual([
       [],
       ["Guide"],
@@ -420,7 +428,7 @@ describe("DOCUMENT", () => {
     ]);
     expect(separate[0]?.contextPrefix).toBeUndefined();
     expect(separate[2]?.contextPrefix).toBe("Guide > Alpha");
-    const merged = run("document", doc(text, "markdown"), cfg(500, 0, 100));
+    const merged = await run("document", doc(text, "markdown"), cfg(500, 0, 100));
     // Small siblings merge under their parent, the parent's short intro joins them (same
     // heading path), and the short preamble joins the first section: one "Guide" chunk.
     expect(merged.map((c) => c.metadata.headingPath)).toEqual([["Guide"]]);
@@ -428,9 +436,9 @@ describe("DOCUMENT", () => {
     expect(merged[0]?.text).toBe(`Guide\n\n${text}`);
   });
 
-  test("a heading without content joins its first subsection", () => {
+  test("a heading without content joins its first subsection", async () => {
     const text = "# Book\n\n## Chapter\n\nBody text.";
-    const chunks = run("document", doc(text, "markdown"), cfg(500));
+    const chunks = await run("document", doc(text, "markdown"), cfg(500));
     expect(chunks).toHaveLength(1);
     expect(chunks[0]?.metadata.headingPath).toEqual(["Book", "Chapter"]);
     expect(chunks[0]?.text).toBe(`Book > Chapter\n\n${text}`);
@@ -445,9 +453,9 @@ describe("EMAIL", () => {
     date: "2024-07-02T09:00:00.000Z",
   };
 
-  test("B17: the first chunk carries the header block", () => {
+  test("B17: the first chunk carries the header block", async () => {
     const body = "The database will be offline from 22:00 to 23:00 UTC.\n\nPlan accordingly.";
-    const chunks = run("email", doc(body, "email", headers), cfg(1500));
+    const chunks = await run("email", doc(body, "email", headers), cfg(1500));
     expect(chunks).toHaveLength(1);
     expect(chunks[0]?.chunkType).toBe("email_start");
     expect(chunks[0]?.contextPrefix).toBe(
@@ -457,25 +465,25 @@ describe("EMAIL", () => {
     expect(chunkBody(chunks[0] as Chunk)).toBe(body);
   });
 
-  test("B20: a missing subject leaves no Subject line", () => {
+  test("B20: a missing subject leaves no Subject line", async () => {
     const body = "Reminder: the office is closed on Monday.\nThe café reopens Tuesday at 08:00.";
     for (const subject of [undefined, "", "undefined"]) {
       const meta = { from: "Facilities <facilities@example.com>", to: ["all@example.com"], subject };
-      const chunks = run("email", doc(body, "email", meta), cfg(1500));
+      const chunks = await run("email", doc(body, "email", meta), cfg(1500));
       expect(chunks).toHaveLength(1);
       expect(chunks[0]?.contextPrefix).toBe("From: Facilities <facilities@example.com>\nTo: all@example.com");
       expect(chunks[0]?.text).not.toMatch(/undefined|null|Subject/);
     }
   });
 
-  test("long bodies: email_start then email_body with the subject; quoted text flagged", () => {
+  test("long bodies: email_start then email_body with the subject; quoted text flagged", async () => {
     const para = (i: number) => `Paragraph ${i} of the reply explains the plan in some detail for everyone.`;
     const body = [
       ...Array.from({ length: 6 }, (_, i) => para(i)),
       "On Tue, 2 Jul 2024 at 09:00, Ops Desk <ops@example.com> wrote:\n> The database will be offline.\n> Plan accordingly.",
     ].join("\n\n");
     const d = doc(body, "email", headers);
-    const chunks = run("email", d, cfg(250));
+    const chunks = await run("email", d, cfg(250));
     checkInvariants(d, chunks, cfg(250));
     expect(chunks[0]?.chunkType).toBe("email_start");
     expect(chunks[0]?.contextPrefix).toContain("From: Ops Desk");
@@ -493,31 +501,31 @@ describe("EMAIL", () => {
     expect(chunks[0]?.metadata).toEqual({ hasQuoted: false, quotedRatio: 0, quoted: false });
     for (const c of chunks.slice(0, -1)) expect(c.text).not.toContain("> ");
     // quotedReplies "drop": the quoted reply leaves no chunk, own text is all kept.
-    const dropped = run("email", d, { ...cfg(250), email: { quotedReplies: "drop" } });
+    const dropped = await run("email", d, { ...cfg(250), email: { quotedReplies: "drop" } });
     expect(dropped.some((c) => c.text.includes("wrote:") || c.text.includes("> Plan"))).toBe(false);
     for (let i = 0; i < 6; i++) expect(dropped.some((c) => c.text.includes(`Paragraph ${i} `))).toBe(true);
     expect(dropped[0]?.chunkType).toBe("email_start");
   });
 
-  test("messages under wholeUnder stay whole when they fit chunkSize with their header; longer ones split", () => {
+  test("messages under wholeUnder stay whole when they fit chunkSize with their header; longer ones split", async () => {
     const body = Array.from({ length: 8 }, (_, i) => `Line ${i} of a medium-sized message body.`).join(
       "\n\n",
     );
     const d = doc(body, "email", headers);
-    const whole = run("email", d, cfg(2000));
+    const whole = await run("email", d, cfg(2000));
     expect(whole).toHaveLength(1);
     expect(whole[0]?.text.startsWith("From: Ops Desk")).toBe(true);
     // chunkSize is the hard cap: a body over it (with its header) is split even under wholeUnder.
-    const capped = run("email", d, cfg(300));
+    const capped = await run("email", d, cfg(300));
     expect(capped.length).toBeGreaterThan(1);
     checkInvariants(d, capped, cfg(300));
     // wholeUnder below the body length: split paragraph-aware within chunkSize.
-    expect(run("email", d, { ...cfg(2000), email: { wholeUnder: 100 } })).toHaveLength(1);
+    expect(await run("email", d, { ...cfg(2000), email: { wholeUnder: 100 } })).toHaveLength(1);
   });
 
-  test("an empty body yields no chunks even with headers", () => {
-    expect(run("email", doc("", "email", headers), cfg(1500))).toEqual([]);
-    expect(run("email", doc(" \r\n ", "email", headers), cfg(1500))).toEqual([]);
+  test("an empty body yields no chunks even with headers", async () => {
+    expect(await run("email", doc("", "email", headers), cfg(1500))).toEqual([]);
+    expect(await run("email", doc(" \r\n ", "email", headers), cfg(1500))).toEqual([]);
   });
 });
 
@@ -525,7 +533,7 @@ describe("SLACK", () => {
   const base = 1463079762;
   const ts = (s: number) => `${base + s}.000200`;
 
-  test("a thread that fits is one complete_thread chunk", () => {
+  test("a thread that fits is one complete_thread chunk", async () => {
     const msgs: SlackMessage[] = [
       { user: "alice", ts: ts(0), text: "Who owns the deploy?" },
       { user: "carol", ts: ts(100), text: "Checklist draft:", threadTs: ts(100) },
@@ -534,7 +542,7 @@ describe("SLACK", () => {
       { user: "dave", ts: ts(200), text: "Lunch?" },
     ];
     const d = slackDoc("deploys", msgs);
-    const chunks = run("slack", d, cfg(500));
+    const chunks = await run("slack", d, cfg(500));
     checkInvariants(d, chunks, cfg(500));
     const thread = chunks.find((c) => c.chunkType === "complete_thread") as Chunk;
     expect(thread.text).toBe("carol: Checklist draft:\nalice: Step 1 done.\nbob: Step 2 done.");
@@ -550,7 +558,7 @@ describe("SLACK", () => {
     expect(chunks.map((c) => c.chunkType)).toEqual(["message_cluster", "complete_thread", "message_cluster"]);
   });
 
-  test("a long thread becomes clusters of whole messages", () => {
+  test("a long thread becomes clusters of whole messages", async () => {
     const msgs: SlackMessage[] = [{ user: "root", ts: ts(0), text: "Incident thread.", threadTs: ts(0) }];
     for (let i = 1; i <= 20; i++) {
       msgs.push({
@@ -561,7 +569,7 @@ describe("SLACK", () => {
       });
     }
     const d = slackDoc("ops", msgs);
-    const chunks = run("slack", d, cfg(200));
+    const chunks = await run("slack", d, cfg(200));
     checkInvariants(d, chunks, cfg(200));
     expect(chunks.length).toBeGreaterThan(3);
     const starts = new Set((d.segments ?? []).map((s) => s.start));
@@ -574,14 +582,14 @@ describe("SLACK", () => {
     }
   });
 
-  test("unthreaded messages split on a gap over 30 minutes", () => {
+  test("unthreaded messages split on a gap over 30 minutes", async () => {
     const msgs: SlackMessage[] = [
       { user: "a", ts: ts(0), text: "one" },
       { user: "b", ts: ts(600), text: "two" },
       { user: "a", ts: ts(600 + 1801), text: "three" },
       { user: "c", ts: ts(600 + 1801 + 1800), text: "four" },
     ];
-    const chunks = run("slack", slackDoc("c", msgs), cfg(1500));
+    const chunks = await run("slack", slackDoc("c", msgs), cfg(1500));
     expect(chunks.map((c) => c.text)).toEqual(["a: one\nb: two", "a: three\nc: four"]);
     expect(chunks[1]?.metadata).toMatchObject({
       participants: ["a", "c"],
@@ -590,19 +598,19 @@ describe("SLACK", () => {
     });
   });
 
-  test("a single message longer than chunkSize is split as a last resort", () => {
+  test("a single message longer than chunkSize is split as a last resort", async () => {
     const msgs: SlackMessage[] = [
       { user: "a", ts: ts(0), text: "Long message sentence. ".repeat(30).trim() },
       { user: "b", ts: ts(10), text: "ok" },
     ];
     const d = slackDoc("c", msgs);
-    const chunks = run("slack", d, cfg(100));
+    const chunks = await run("slack", d, cfg(100));
     checkInvariants(d, chunks, cfg(100));
     expect(chunks.length).toBeGreaterThan(5);
   });
 
-  test("without segments it falls back to SEMANTIC", () => {
-    const chunks = run("slack", doc("alice: hi\n\nbob: hello", "slack", { channel: "x" }), cfg(10));
+  test("without segments it falls back to SEMANTIC", async () => {
+    const chunks = await run("slack", doc("alice: hi\n\nbob: hello", "slack", { channel: "x" }), cfg(10));
     expect(chunks.map((c) => [c.chunkType, c.text])).toEqual([
       ["paragraph", "alice: hi"],
       ["paragraph", "bob: hello"],
@@ -611,10 +619,10 @@ describe("SLACK", () => {
 });
 
 describe("CODE", () => {
-  test("B15: comments and decorators stay with their definition", () => {
+  test("B15: comments and decorators stay with their definition", async () => {
     const text = readShared("cases/B15.py");
     const d = doc(text, "code", { language: "python" });
-    const chunks = run("code", d, cfg(200));
+    const chunks = await run("code", d, cfg(200));
     checkInvariants(d, chunks, cfg(200));
     const find = (s: string) => chunks.find((c) => c.text.includes(s)) as Chunk;
     expect(find("class RetryPolicy").text).toContain("# TODO(ops): retry budget is too low for batch jobs");
@@ -635,12 +643,12 @@ describe("CODE", () => {
     });
   });
 
-  test("an oversized class is split at its methods", () => {
+  test("an oversized class is split at its methods", async () => {
     const method = (n: string) =>
       `    def ${n}(self, value):\n        """Handle ${n}."""\n        result = value * 2\n        return result\n`;
     const text = `class Handler:\n    """Handles things."""\n\n${["alpha", "beta", "gamma", "delta"].map(method).join("\n")}`;
     const d = doc(text, "code", { language: "python" });
-    const chunks = run("code", d, cfg(150));
+    const chunks = await run("code", d, cfg(150));
     checkInvariants(d, chunks, cfg(150));
     const gamma = chunks.find((c) => c.text.includes("def gamma")) as Chunk;
     expect(gamma.text.startsWith("def gamma")).toBe(true);
@@ -650,24 +658,24 @@ describe("CODE", () => {
     });
   });
 
-  test("JavaScript (express) and Go (gin) definitions are found", () => {
+  test("JavaScript (express) and Go (gin) definitions are found", async () => {
     const js = readShared("data/docs/code/expressjs+express/lib/response.js");
-    const jsChunks = run("code", doc(js, "code", { language: "javascript" }), cfg(1500, 0, 0));
+    const jsChunks = await run("code", doc(js, "code", { language: "javascript" }), cfg(1500, 0, 0));
     const send = jsChunks.find((c) => c.text.includes("res.send = function send(body)")) as Chunk;
     expect(send.metadata).toMatchObject({ symbol: "res.send", language: "javascript" });
     expect(send.text.startsWith("/**")).toBe(true);
 
     const go = readShared("data/docs/code/gin-gonic+gin/context.go");
-    const goChunks = run("code", doc(go, "code", { language: "go" }), cfg(1500, 0, 0));
+    const goChunks = await run("code", doc(go, "code", { language: "go" }), cfg(1500, 0, 0));
     const copy = goChunks.find((c) => c.text.includes("func (c *Context) Copy() *Context {")) as Chunk;
     expect(copy).toMatchObject({ chunkType: "code_function", metadata: { symbol: "Copy" } });
     expect(copy.text.startsWith("// Copy returns a copy")).toBe(true);
   });
 
-  test("TypeScript types and small neighbours are grouped below minChunkSize", () => {
+  test("TypeScript types and small neighbours are grouped below minChunkSize", async () => {
     const ts = readShared("data/docs/code/colinhacks+zod/packages/zod/src/v4/core/util.ts");
     const d = doc(ts, "code", { path: "/x/util.ts" });
-    const chunks = run("code", d, cfg(1500, 0, 500));
+    const chunks = await run("code", d, cfg(1500, 0, 500));
     checkInvariants(d, chunks, cfg(1500, 0, 500));
     expect(chunks.some((c) => c.metadata.language === "typescript")).toBe(true);
     expect(
@@ -675,7 +683,7 @@ describe("CODE", () => {
     ).toBe(true);
   });
 
-  test("definitions in Java, Rust, C, Ruby and TypeScript", () => {
+  test("definitions in Java, Rust, C, Ruby and TypeScript", async () => {
     const samples: [string, string, [string, string | undefined][]][] = [
       [
         "java",
@@ -707,8 +715,10 @@ describe("CODE", () => {
       [
         "ruby",
         "module Foo\n  # bar\n  def self.bar\n    1\n  end\nend\n\nclass Baz < Foo\nend\n",
+        // A module is a namespace: its methods are chunked like top-level definitions.
         [
-          ["code_class", "Foo"],
+          ["code_block", undefined],
+          ["code_function", "bar"],
           ["code_class", "Baz"],
         ],
       ],
@@ -723,27 +733,23 @@ describe("CODE", () => {
       ],
     ];
     for (const [language, text, expected] of samples) {
-      const chunks = run("code", doc(text, "code", { language }), cfg(1500));
+      const chunks = await run("code", doc(text, "code", { language }), cfg(1500));
       expect(chunks.map((c) => [c.chunkType, c.metadata.symbol])).toEqual(expected);
       if (language === "java") expect(chunks[1]?.text.startsWith("/** Docs. */\n@Service")).toBe(true);
     }
   });
 
-  test("pathological lines do not make the definition regexes backtrack", () => {
+  test("pathological lines do not make the definition regexes backtrack", async () => {
     const text = `${"a*&".repeat(130)}\n`.repeat(200);
     for (const language of ["c", "java", "javascript", "kotlin"]) {
       const d = doc(text, "code", { language });
-      checkInvariants(
-        d,
-        timed(() => run("code", d, cfg(500))),
-        cfg(500),
-      );
+      checkInvariants(d, await timed(async () => await run("code", d, cfg(500))), cfg(500));
     }
   });
 
-  test("unknown languages split at blank lines", () => {
+  test("unknown languages split at blank lines", async () => {
     const text = "block one line\nmore one\n\nblock two line\nmore two\n\nblock three";
-    const chunks = run("code", doc(text, "code", { language: "cobol" }), cfg(30));
+    const chunks = await run("code", doc(text, "code", { language: "cobol" }), cfg(30));
     expect(chunks.map((c) => c.text)).toEqual([
       "block one line\nmore one",
       "block two line\nmore two",
@@ -786,7 +792,7 @@ describe("auto strategy and pages", () => {
       [1, 2],
       [3, 3],
     ]);
-    const fixed = run("fixed", d, cfg(100));
+    const fixed = await run("fixed", d, cfg(100));
     const pageAt = (pos: number) => segments.find((s) => s.start <= pos && pos < s.end)?.metadata.page;
     expect(fixed.length).toBeGreaterThan(3);
     for (const c of fixed) {
@@ -798,9 +804,9 @@ describe("auto strategy and pages", () => {
 });
 
 describe("the invariant checker itself", () => {
-  test("detects lost text, wrong offsets and oversize", () => {
+  test("detects lost text, wrong offsets and oversize", async () => {
     const d = doc("alpha beta gamma");
-    const good = run("fixed", d, cfg(6));
+    const good = await run("fixed", d, cfg(6));
     checkInvariants(d, good, cfg(6));
     expect(() => checkInvariants(d, good.slice(1), cfg(6))).toThrow();
     expect(() =>
@@ -857,7 +863,7 @@ describe("tiny fragments merge into their neighbours (fresh-user report)", () =>
 });
 
 describe("DOCUMENT title lines", () => {
-  test("capitals-only TITLE: lines are headings nested under the Markdown heading; text before is kept", () => {
+  test("capitals-only TITLE: lines are headings nested under the Markdown heading; text before is kept", async () => {
     const text = [
       "Preamble line before any heading.",
       "",
@@ -876,7 +882,7 @@ describe("DOCUMENT title lines", () => {
       "```",
     ].join("\n");
     const d = doc(text, "markdown");
-    const chunks = run("document", d, cfg(200));
+    const chunks = await run("document", d, cfg(200));
     checkInvariants(d, chunks, cfg(200));
     const paths = chunks.map((c) => (c.metadata.headingPath as string[]).join(" > "));
     expect(paths).toEqual(["", "Contract > TERMS AND CONDITIONS", "Contract > PAYMENT"]);
@@ -885,7 +891,7 @@ describe("DOCUMENT title lines", () => {
     expect(chunks[1]?.contextPrefix).toBe("Contract > TERMS AND CONDITIONS");
     // A title on the very first line of a plain text document.
     const plain = doc("SUMMARY:\nAll systems nominal.\n\nDETAILS:\nNothing else.", "text");
-    const p = run("document", plain, cfg(100));
+    const p = await run("document", plain, cfg(100));
     expect(p.map((c) => c.metadata.headingPath)).toEqual([["SUMMARY"], ["DETAILS"]]);
   });
 });

@@ -2,7 +2,8 @@
  * Chunking stage entry points: pick a strategy (explicitly or `auto` by source
  * type) and split extracted documents into chunks.
  *
- * All sizes are in characters (UTF-16 code units of the extracted text).
+ * Sizes are in characters (UTF-16 code units of the extracted text) unless the
+ * configuration sets `unit: "tokens"`.
  */
 import type { ChunkingConfig, ChunkingStrategy } from "../config.js";
 import type { Embedder } from "../embed/contract.js";
@@ -89,9 +90,10 @@ export interface ChunkerDeps {
  * per document with {@link strategyFor} and never picks `embedding_semantic`).
  * Every chunker sets `chunkIndex` and `totalChunks`, orders chunks by start, and
  * adds `pageStart`/`pageEnd` metadata when the document has segments with a
- * numeric `page`. The `embedding_semantic` chunker is asynchronous and needs
- * `deps.embedder` (see `createEmbeddingSemanticChunker`); the others are
- * synchronous and ignore `deps`.
+ * numeric `page`. The `code` chunker (tree-sitter) and the `embedding_semantic`
+ * chunker (which needs `deps.embedder`, see `createEmbeddingSemanticChunker`) are
+ * asynchronous; the others are synchronous and ignore `deps`. `await` the result
+ * of `chunk()` to handle all of them.
  *
  * @throws ConfigError immediately (before any text is read) when chunkSize ≤ 0,
  *   chunkOverlap < 0, chunkOverlap ≥ chunkSize, minChunkSize < 0, a value is not an
