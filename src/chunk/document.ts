@@ -43,18 +43,18 @@ const NOT_SETEXT_PARA = /^(?: {4,}|\t| {0,3}(?:>|[-+*][ \t]|\d{1,9}[.)][ \t]|<))
 /** A whole line in capitals ending with a colon (`TERMS AND CONDITIONS:`), at least 3 letters, no lower case. */
 const CAPS_TITLE =
   /^ {0,3}(?=(?:[^\p{Ll}\n]*?\p{Lu}){3})([\p{Lu}\p{N}][\p{Lu}\p{N} &/,'().-]{1,78}):[ \t]*$/u;
-/** The first character of `line` after up to 3 leading spaces (a tab or 4th space counts). */
-function firstNonSpace(line: string): string {
-  let i = 0;
-  while (i < 3 && line.charCodeAt(i) === 32) i++;
-  return line.charAt(i);
+/** The first character of the line `[start, end)` after up to 3 leading spaces (a tab or 4th space counts). */
+function firstNonSpace(text: string, start: number, end: number): string {
+  let i = start;
+  while (i < start + 3 && i < end && text.charCodeAt(i) === 32) i++;
+  return i < end ? text.charAt(i) : "";
 }
 
-/** True when `line` ends with `:` before optional trailing spaces/tabs. */
-function endsWithColon(line: string): boolean {
-  let i = line.length - 1;
-  while (i >= 0 && (line.charCodeAt(i) === 32 || line.charCodeAt(i) === 9)) i--;
-  return line.charCodeAt(i) === 58;
+/** True when the line `[start, end)` ends with `:` before optional trailing spaces/tabs. */
+function endsWithColon(text: string, start: number, end: number): boolean {
+  let i = end - 1;
+  while (i >= start && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i--;
+  return i >= start && text.charCodeAt(i) === 58;
 }
 
 const TABLE_DELIMITER = /^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$/;
@@ -93,7 +93,13 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
     if (extra) Object.assign(block, extra);
     blocks.push(block);
   };
-  let para: { start: number; end: number; first: string } | null = null;
+  let para: { start: number; end: number; firstEnd: number } | null = null;
+  // First `|` at or after the current line (lines are visited in order, so the search is linear overall).
+  let nextPipe = -2;
+  const lineHasPipe = (l: Line): boolean => {
+    if (nextPipe !== -1 && nextPipe < l.start) nextPipe = text.indexOf("|", l.start);
+    return nextPipe !== -1 && nextPipe < l.end;
+  };
   let table: MarkdownBlock | null = null;
   const closePara = (): void => {
     if (para) push("paragraph", para.start, para.end);
@@ -121,15 +127,14 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
   }
   for (; i < lines.length; i++) {
     const l = lines[i] as Line;
-    const t = lt(l);
     if (skipBlankForward(text, l.start, l.end) >= l.end) {
       closePara();
       closeTable();
       continue;
     }
     // Cheap guards on the first non-space character keep the per-line regexes off most lines.
-    const lead = firstNonSpace(t);
-    const fence = lead === "`" || lead === "~" ? FENCE_OPEN.exec(t) : null;
+    const lead = firstNonSpace(text, l.start, l.end);
+    const fence = lead === "`" || lead === "~" ? FENCE_OPEN.exec(lt(l)) : null;
     const marker = fence?.[1];
     if (fence && marker && !(marker.startsWith("`") && (fence[2] ?? "").includes("`"))) {
       closePara();
@@ -148,7 +153,7 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       i = j;
       continue;
     }
-    const atx = lead === "#" ? ATX.exec(t) : null;
+    const atx = lead === "#" ? ATX.exec(lt(l)) : null;
     if (atx) {
       closePara();
       closeTable();
@@ -156,7 +161,7 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       push("heading", l.start, l.end, { level: markdownLevel, title: headingTitle(atx[2] ?? "") });
       continue;
     }
-    const caps = table || !endsWithColon(t) ? null : CAPS_TITLE.exec(t);
+    const caps = table || !endsWithColon(text, l.start, l.end) ? null : CAPS_TITLE.exec(lt(l));
     if (caps) {
       // Plain-text section titles nest under the current Markdown heading.
       closePara();
@@ -164,9 +169,9 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       push("heading", l.start, l.end, { level, title: (caps[1] ?? "").trim() });
       continue;
     }
-    const setext = lead === "=" || lead === "-" ? SETEXT.exec(t) : null;
-    const p = para as { start: number; end: number; first: string } | null;
-    if (setext && p && !NOT_SETEXT_PARA.test(p.first)) {
+    const setext = lead === "=" || lead === "-" ? SETEXT.exec(lt(l)) : null;
+    const p = para as { start: number; end: number; firstEnd: number } | null;
+    if (setext && p && !NOT_SETEXT_PARA.test(text.slice(p.start, p.firstEnd))) {
       const level = setext[1]?.startsWith("=") ? 1 : 2;
       markdownLevel = level;
       const title = headingTitle(
@@ -180,17 +185,19 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       para = null;
       continue;
     }
+    const pipe = lineHasPipe(l);
     if (table) {
       const tb = table as MarkdownBlock;
-      if (t.includes("|")) {
+      if (pipe) {
         tb.end = l.end;
         continue;
       }
       closeTable();
     }
     const next = lines[i + 1];
-    if (t.includes("|") && next && TABLE_DELIMITER.test(lt(next)) && lt(next).includes("-")) {
+    if (pipe && next && TABLE_DELIMITER.test(lt(next)) && lt(next).includes("-")) {
       const nt = lt(next);
+      const t = lt(l);
       if (nt.includes("|") || t.trim().startsWith("|")) {
         closePara();
         table = {
@@ -207,7 +214,7 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
     if (p) {
       p.end = l.end;
     } else {
-      para = { start: l.start, end: l.end, first: t };
+      para = { start: l.start, end: l.end, firstEnd: l.end };
     }
   }
   closePara();

@@ -441,5 +441,7 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
 }
 
 function sameHeadingPath(a: Chunk, b: Chunk): boolean {
-  return JSON.stringify(a.metadata.headingPath ?? []) === JSON.stringify(b.metadata.headingPath ?? []);
+  const x = (a.metadata.headingPath as unknown[] | undefined) ?? [];
+  const y = (b.metadata.headingPath as unknown[] | undefined) ?? [];
+  return x.length === y.length && x.every((v, i) => v === y[i]);
 }

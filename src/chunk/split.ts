@@ -185,7 +185,14 @@ function hardCut(text: string, lower: number, limit: number): number {
  * line): the offset where the blank run after the paragraph text begins, or -1.
  */
 function lastParagraphBreak(text: string, lo: number, hi: number): number {
-  for (let p = Math.min(hi, text.length - 1); p >= lo; p--) {
+  const top = Math.min(hi, text.length - 1);
+  // Without `\r` in the window, jump between `\n`s instead of testing every character.
+  const lfOnly = !hasCarriageReturn(text, lo, top + 1);
+  for (
+    let p = lfOnly ? text.lastIndexOf("\n", top) : top;
+    p >= lo;
+    p = lfOnly ? text.lastIndexOf("\n", p - 1) : p - 1
+  ) {
     const c = text.charCodeAt(p);
     if (!isBreak(c)) continue;
     let q = c === 13 && text.charCodeAt(p + 1) === 10 ? p + 2 : p + 1;
@@ -199,7 +206,12 @@ function lastParagraphBreak(text: string, lo: number, hi: number): number {
 
 /** Last offset `p` in `[lo, hi]` with a line-break character. */
 function lastLineBreak(text: string, lo: number, hi: number): number {
-  for (let p = Math.min(hi, text.length - 1); p >= lo; p--) if (isBreak(text.charCodeAt(p))) return p;
+  const top = Math.min(hi, text.length - 1);
+  if (!hasCarriageReturn(text, lo, top + 1)) {
+    const p = text.lastIndexOf("\n", top);
+    return p >= lo ? p : -1;
+  }
+  for (let p = top; p >= lo; p--) if (isBreak(text.charCodeAt(p))) return p;
   return -1;
 }
 
@@ -313,7 +325,8 @@ export function splitRange(text: string, start: number, end: number, opts: Split
     // pull the limit back until it fits.
     for (;;) {
       cut = -1;
-      if (minSize > 0 && ruler.size(limit, e) < minSize) {
+      // Is the rest after this window shorter than minSize? (`reach` stops early on a long rest.)
+      if (minSize > 0 && ruler.reach(limit, minSize - 1, e) >= e) {
         const target = tailTarget(ruler, s, e, minSize);
         if (target > lower && target < limit) cut = findCut(text, s, lower, target, mode, true);
       }
@@ -346,14 +359,40 @@ function tailTarget(ruler: Ruler, s: number, e: number, minSize: number): number
   return s + Math.round(((e - s) * keep) / Math.max(1, total));
 }
 
+/** The last text checked by {@link hasCarriageReturn} and whether it has any `\r` at all. */
+let crText: string | undefined;
+let crAny = false;
+
+/** True when `text.slice(start, end)` contains a `\r` (O(1) for a text without any, after the first call). */
+function hasCarriageReturn(text: string, start: number, end: number): boolean {
+  if (text !== crText) {
+    crText = text;
+    crAny = text.includes("\r");
+  }
+  if (!crAny) return false;
+  const cr = text.indexOf("\r", start);
+  return cr !== -1 && cr < end;
+}
+
+/** End of the line starting at `p` (the offset of its break, or `end`); `lfOnly` when the range has no `\r`. */
+function lineEnd(text: string, p: number, end: number, lfOnly: boolean): number {
+  if (lfOnly) {
+    const q = text.indexOf("\n", p);
+    return q === -1 || q > end ? end : q;
+  }
+  let q = p;
+  while (q < end && !isBreak(text.charCodeAt(q))) q++;
+  return q;
+}
+
 /** Maximal runs of non-blank lines in `[start, end)` (separated by blank lines; CRLF aware), trimmed. */
 export function paragraphSpans(text: string, start = 0, end: number = text.length): Span[] {
   const out: Span[] = [];
+  const lfOnly = !hasCarriageReturn(text, start, end);
   let paraStart = -1;
   let p = start;
   while (p < end) {
-    let q = p;
-    while (q < end && !isBreak(text.charCodeAt(q))) q++;
+    const q = lineEnd(text, p, end, lfOnly);
     const blank = skipBlankForward(text, p, q) >= q;
     if (blank) {
       if (paraStart >= 0) {
@@ -381,18 +420,10 @@ export interface Line extends Span {
 /** Splits `[start, end)` into lines (`\n`, `\r\n` or `\r` breaks). The last line may be empty. */
 export function lineSpans(text: string, start = 0, end: number = text.length): Line[] {
   const out: Line[] = [];
-  const cr = text.indexOf("\r", start);
-  const lfOnly = cr === -1 || cr >= end;
+  const lfOnly = !hasCarriageReturn(text, start, end);
   let p = start;
   while (p < end) {
-    let q: number;
-    if (lfOnly) {
-      q = text.indexOf("\n", p);
-      if (q === -1 || q > end) q = end;
-    } else {
-      q = p;
-      while (q < end && !isBreak(text.charCodeAt(q))) q++;
-    }
+    const q = lineEnd(text, p, end, lfOnly);
     const next = q < end && text.charCodeAt(q) === 13 && text.charCodeAt(q + 1) === 10 ? q + 2 : q + 1;
     out.push({ start: p, end: q, next: Math.min(next, end) });
     p = next;
