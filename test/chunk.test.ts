@@ -895,3 +895,28 @@ describe("DOCUMENT title lines", () => {
     expect(p.map((c) => c.metadata.headingPath)).toEqual([["SUMMARY"], ["DETAILS"]]);
   });
 });
+
+describe("DOCUMENT overlap", () => {
+  test("pieces of an oversized paragraph overlap by chunkOverlap; separate blocks do not", async () => {
+    const sentence = (i: number) => `Sentence number ${i} explains one more detail of the installation.`;
+    const para = Array.from({ length: 12 }, (_, i) => sentence(i)).join(" ");
+    const text = `# Install\n\n${para}\n\nA short closing paragraph.`;
+    const d = doc(text, "markdown");
+    const config = cfg(300, 80);
+    const chunks = await run("document", d, config);
+    checkInvariants(d, chunks, config);
+    const pieces = chunks.filter((c) => c.start < text.indexOf("A short"));
+    expect(pieces.length).toBeGreaterThan(2);
+    for (let i = 1; i < pieces.length; i++) {
+      const prev = pieces[i - 1] as Chunk;
+      const cur = pieces[i] as Chunk;
+      // Overlap starts at a sentence start, within chunkOverlap characters of the previous end.
+      expect(cur.start).toBeLessThan(prev.end);
+      expect(prev.end - cur.start).toBeLessThanOrEqual(80);
+      expect(text.slice(cur.start, cur.start + 9)).toBe("Sentence ");
+    }
+    const none = await run("document", d, cfg(300, 0));
+    for (let i = 1; i < none.length; i++)
+      expect(none[i]?.start).toBeGreaterThanOrEqual(none[i - 1]?.end as number);
+  });
+});

@@ -405,7 +405,9 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
     split: (u, lead) => {
       if (u.kind === "table") return splitTable(text, u, lead, budget, prefix, limits);
       const mode = u.kind === "fence" ? "lines" : "prose";
-      return splitRange(text, lead, u.end, { size: budget, mode, measure: limits.measure });
+      // Pieces of an oversized paragraph overlap like FIXED windows; fences are cut at lines without overlap.
+      const overlap = u.kind === "fence" ? 0 : Math.min(limits.overlap, Math.floor(budget / 2));
+      return splitRange(text, lead, u.end, { size: budget, mode, measure: limits.measure, overlap });
     },
   });
   return groups.map((g) => make(g, g.prefix ?? prefix));
