@@ -279,7 +279,9 @@ function analyse(text: string, family: Family | undefined): CodeLine[] {
     const content = raw.slice(k);
     const blank = skipBlankForward(text, l.start, l.end) >= l.end;
     const line: CodeLine = {
-      ...l,
+      start: l.start,
+      end: l.end,
+      next: l.next,
       indent,
       blank,
       comment: !blank && !!family?.comment.test(content),

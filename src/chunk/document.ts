@@ -17,7 +17,7 @@ import {
   skipBlankBackward,
   skipBlankForward,
 } from "./spans.js";
-import { type Line, lineSpans, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
+import { type Line, lineSpans, lineTable, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
 
 /** Kinds of Markdown block recognised by {@link parseMarkdownBlocks}. */
 export type MarkdownBlockKind = "heading" | "fence" | "table" | "paragraph" | "frontmatter";
@@ -77,9 +77,10 @@ function headingTitle(raw: string): string {
  * and CR line endings are handled; titles never contain `\r`.
  */
 export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
-  const lines = lineSpans(text);
+  // Line offsets in typed arrays: no object per line (this parser runs on every Markdown/HTML document).
+  const { count: n, starts: S, ends: E } = lineTable(text);
   const blocks: MarkdownBlock[] = [];
-  const lt = (l: Line): string => text.slice(l.start, l.end);
+  const lt = (k: number): string => text.slice(S[k] as number, E[k] as number);
   const push = (
     kind: MarkdownBlockKind,
     start: number,
@@ -96,9 +97,9 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
   let para: { start: number; end: number; firstEnd: number } | null = null;
   // First `|` at or after the current line (lines are visited in order, so the search is linear overall).
   let nextPipe = -2;
-  const lineHasPipe = (l: Line): boolean => {
-    if (nextPipe !== -1 && nextPipe < l.start) nextPipe = text.indexOf("|", l.start);
-    return nextPipe !== -1 && nextPipe < l.end;
+  const lineHasPipe = (start: number, end: number): boolean => {
+    if (nextPipe !== -1 && nextPipe < start) nextPipe = text.indexOf("|", start);
+    return nextPipe !== -1 && nextPipe < end;
   };
   let table: MarkdownBlock | null = null;
   const closePara = (): void => {
@@ -113,63 +114,62 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
   let i = 0;
   /** Level of the last ATX/Setext heading (0 before any). */
   let markdownLevel = 0;
-  const first = lines[0];
-  if (first && lt(first).trimEnd() === "---") {
-    for (let j = 1; j < lines.length; j++) {
-      const l = lines[j] as Line;
-      const t = lt(l).trimEnd();
+  if (n > 0 && lt(0).trimEnd() === "---") {
+    for (let j = 1; j < n; j++) {
+      const t = lt(j).trimEnd();
       if (t === "---" || t === "...") {
-        push("frontmatter", first.start, l.end);
+        push("frontmatter", S[0] as number, E[j] as number);
         i = j + 1;
         break;
       }
     }
   }
-  for (; i < lines.length; i++) {
-    const l = lines[i] as Line;
-    if (skipBlankForward(text, l.start, l.end) >= l.end) {
+  for (; i < n; i++) {
+    const ls = S[i] as number;
+    const le = E[i] as number;
+    if (skipBlankForward(text, ls, le) >= le) {
       closePara();
       closeTable();
       continue;
     }
     // Cheap guards on the first non-space character keep the per-line regexes off most lines.
-    const lead = firstNonSpace(text, l.start, l.end);
-    const fence = lead === "`" || lead === "~" ? FENCE_OPEN.exec(lt(l)) : null;
+    const lead = firstNonSpace(text, ls, le);
+    const fence = lead === "`" || lead === "~" ? FENCE_OPEN.exec(lt(i)) : null;
     const marker = fence?.[1];
     if (fence && marker && !(marker.startsWith("`") && (fence[2] ?? "").includes("`"))) {
       closePara();
       closeTable();
-      let end = lines[lines.length - 1]?.end ?? l.end;
+      let end = E[n - 1] as number;
       let j = i + 1;
-      for (; j < lines.length; j++) {
-        const c = FENCE_CLOSE.exec(lt(lines[j] as Line));
+      for (; j < n; j++) {
+        const c = FENCE_CLOSE.exec(lt(j));
         const close = c?.[1];
         if (close && close[0] === marker[0] && close.length >= marker.length) {
-          end = (lines[j] as Line).end;
+          end = E[j] as number;
           break;
         }
       }
-      push("fence", l.start, end);
+      push("fence", ls, end);
       i = j;
       continue;
     }
-    const atx = lead === "#" ? ATX.exec(lt(l)) : null;
+    const atx = lead === "#" ? ATX.exec(lt(i)) : null;
     if (atx) {
       closePara();
       closeTable();
       markdownLevel = atx[1]?.length ?? 1;
-      push("heading", l.start, l.end, { level: markdownLevel, title: headingTitle(atx[2] ?? "") });
+      push("heading", ls, le, { level: markdownLevel, title: headingTitle(atx[2] ?? "") });
       continue;
     }
-    const caps = table || !endsWithColon(text, l.start, l.end) ? null : CAPS_TITLE.exec(lt(l));
+    const caps = table || !endsWithColon(text, ls, le) ? null : CAPS_TITLE.exec(lt(i));
     if (caps) {
       // Plain-text section titles nest under the current Markdown heading.
       closePara();
       const level = Math.min(6, markdownLevel + 1);
-      push("heading", l.start, l.end, { level, title: (caps[1] ?? "").trim() });
+      push("heading", ls, le, { level, title: (caps[1] ?? "").trim() });
       continue;
     }
-    const setext = lead === "=" || lead === "-" ? SETEXT.exec(lt(l)) : null;
+    const setext = lead === "=" || lead === "-" ? SETEXT.exec(lt(i)) : null;
     const p = para as { start: number; end: number; firstEnd: number } | null;
     if (setext && p && !NOT_SETEXT_PARA.test(text.slice(p.start, p.firstEnd))) {
       const level = setext[1]?.startsWith("=") ? 1 : 2;
@@ -181,30 +181,31 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
           .map((s) => s.trim())
           .join(" "),
       );
-      push("heading", p.start, l.end, { level, title });
+      push("heading", p.start, le, { level, title });
       para = null;
       continue;
     }
-    const pipe = lineHasPipe(l);
+    const pipe = lineHasPipe(ls, le);
     if (table) {
       const tb = table as MarkdownBlock;
       if (pipe) {
-        tb.end = l.end;
+        tb.end = le;
         continue;
       }
       closeTable();
     }
-    const next = lines[i + 1];
-    if (pipe && next && TABLE_DELIMITER.test(lt(next)) && lt(next).includes("-")) {
-      const nt = lt(next);
-      const t = lt(l);
+    const hasNext = i + 1 < n;
+    if (pipe && hasNext && TABLE_DELIMITER.test(lt(i + 1)) && lt(i + 1).includes("-")) {
+      const nt = lt(i + 1);
+      const t = lt(i);
+      const nextEnd = E[i + 1] as number;
       if (nt.includes("|") || t.trim().startsWith("|")) {
         closePara();
         table = {
           kind: "table",
-          start: l.start,
-          end: next.end,
-          headerEnd: next.end,
+          start: ls,
+          end: nextEnd,
+          headerEnd: nextEnd,
           tableHeader: `${t.trim()}\n${nt.trim()}`,
         };
         i++;
@@ -212,9 +213,9 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       }
     }
     if (p) {
-      p.end = l.end;
+      p.end = le;
     } else {
-      para = { start: l.start, end: l.end, firstEnd: l.end };
+      para = { start: ls, end: le, firstEnd: le };
     }
   }
   closePara();

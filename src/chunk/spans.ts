@@ -246,12 +246,24 @@ export function makeChunk(text: string, span: Span, chunkType: ChunkType, parts:
   return chunk;
 }
 
+/** True when chunks are already ordered by `start`, then `end` (the common case: no sort needed). */
+function inOrder(chunks: readonly Chunk[]): boolean {
+  for (let i = 1; i < chunks.length; i++) {
+    const a = chunks[i - 1] as Chunk;
+    const b = chunks[i] as Chunk;
+    if (b.start < a.start || (b.start === a.start && b.end < a.end)) return false;
+  }
+  return true;
+}
+
 /** Orders chunks by `start` (then `end`) and fills in `chunkIndex` and `totalChunks`. */
 export function finalizeChunks(chunks: Chunk[]): Chunk[] {
-  const sorted = chunks
-    .map((c, i) => ({ c, i }))
-    .sort((a, b) => a.c.start - b.c.start || a.c.end - b.c.end || a.i - b.i)
-    .map((x) => x.c);
+  const sorted = inOrder(chunks)
+    ? chunks
+    : chunks
+        .map((c, i) => ({ c, i }))
+        .sort((a, b) => a.c.start - b.c.start || a.c.end - b.c.end || a.i - b.i)
+        .map((x) => x.c);
   sorted.forEach((c, i) => {
     c.chunkIndex = i;
     c.totalChunks = sorted.length;
@@ -394,7 +406,7 @@ const MERGEABLE = new Set(["text", "paragraph", "section", "code_function", "cod
  */
 export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits: ChunkLimits): Chunk[] {
   if (limits.minSize <= 0 || chunks.length < 2) return chunks;
-  const out = [...chunks].sort((a, b) => a.start - b.start || a.end - b.end);
+  const out = inOrder(chunks) ? [...chunks] : [...chunks].sort((a, b) => a.start - b.start || a.end - b.end);
   const merge = (a: Chunk, b: Chunk): Chunk | undefined => {
     if (!MERGEABLE.has(a.chunkType) || !MERGEABLE.has(b.chunkType)) return undefined;
     // Sections merge only with pieces of the same section: separate headings stay separate chunks.

@@ -223,9 +223,17 @@ function lastBlank(text: string, lo: number, hi: number): number {
 
 /** Last sentence end in `[lo, hi]`. */
 function lastSentenceEnd(text: string, lo: number, hi: number): number {
-  let best = -1;
-  for (const b of findBoundaries(text, lo, hi)) if (b.kind === "sentence" && b.offset >= lo) best = b.offset;
-  return best;
+  // Only the last boundary matters: look at a short tail first and widen it, instead of finding
+  // every sentence of the window. A boundary right at a tail's start could be a piece of a longer
+  // terminator run, so it only counts once the tail reaches `lo`.
+  for (let span = 256; ; span *= 4) {
+    const from = Math.max(lo, hi - span);
+    let best = -1;
+    for (const b of findBoundaries(text, from, hi)) {
+      if (b.kind === "sentence" && b.offset >= lo && (from === lo || b.offset > from + 8)) best = b.offset;
+    }
+    if (best >= 0 || from === lo) return best;
+  }
 }
 
 type Finder = (text: string, lo: number, hi: number) => number;
@@ -429,6 +437,42 @@ export function lineSpans(text: string, start = 0, end: number = text.length): L
     p = next;
   }
   return out;
+}
+
+/** Line offsets of a text in typed arrays: line `k` is `[starts[k], ends[k])`, without its break. */
+export interface LineTable {
+  count: number;
+  starts: Int32Array;
+  ends: Int32Array;
+}
+
+/**
+ * The lines of `text` (`\n`, `\r\n` or `\r` breaks) as a {@link LineTable};
+ * the same lines as {@link lineSpans} without an object per line.
+ */
+export function lineTable(text: string): LineTable {
+  const lfOnly = !hasCarriageReturn(text, 0, text.length);
+  let starts: Int32Array = new Int32Array(256);
+  let ends: Int32Array = new Int32Array(256);
+  let count = 0;
+  let p = 0;
+  while (p < text.length) {
+    const q = lineEnd(text, p, text.length, lfOnly);
+    if (count === starts.length) {
+      const grow = (a: Int32Array): Int32Array => {
+        const b = new Int32Array(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      starts = grow(starts);
+      ends = grow(ends);
+    }
+    starts[count] = p;
+    ends[count] = q;
+    count++;
+    p = q < text.length && text.charCodeAt(q) === 13 && text.charCodeAt(q + 1) === 10 ? q + 2 : q + 1;
+  }
+  return { count, starts, ends };
 }
 
 /** A piece of an oversized unit, optionally with its own context prefix. */
