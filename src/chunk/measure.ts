@@ -39,11 +39,58 @@ interface GptEncodingModule {
   countTokens(text: string, options?: { disallowedSpecial?: Set<string> }): number;
 }
 
+/** Texts longer than this are counted piece by piece (see {@link bpeMeasure}). */
+const BPE_PIECE = 1024;
+
+/**
+ * Splits `text` into pieces of at most {@link BPE_PIECE} characters, each cut
+ * just before a whitespace character in its second half when there is one, else
+ * at a code point boundary.
+ */
+function bpePieces(text: string): string[] {
+  const pieces: string[] = [];
+  let p = 0;
+  while (p < text.length) {
+    let q = Math.min(text.length, p + BPE_PIECE);
+    if (q < text.length) {
+      let w = q;
+      while (w > p + BPE_PIECE / 2 && !/\s/.test(text.charAt(w))) w--;
+      if (w > p + BPE_PIECE / 2) q = w;
+      else if (isLowSurrogate(text.charCodeAt(q))) q--;
+    }
+    pieces.push(text.slice(p, q));
+    p = q;
+  }
+  return pieces;
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/**
+ * A BPE measure. Byte-pair merging is quadratic in the length of one
+ * pre-token, and an unbroken run (CJK text without punctuation, base64) is a
+ * single pre-token, so texts over {@link BPE_PIECE} characters are counted as
+ * the sum of pieces cut before whitespace (exact wherever the cut falls on a
+ * pre-token boundary, as it does before a space in ordinary text; an unbroken
+ * run is cut every 1,024 characters, which can only add tokens).
+ */
 function bpeMeasure(name: string): SizeMeasure {
   // gpt-tokenizer's CommonJS build loads synchronously, so chunkers stay synchronous.
   const mod = require(`gpt-tokenizer/cjs/encoding/${name}`) as GptEncodingModule;
   const opts = { disallowedSpecial: new Set<string>() };
-  return { unit: "tokens", name, count: (text) => (text === "" ? 0 : mod.countTokens(text, opts)) };
+  const exact = (text: string): number => (text === "" ? 0 : mod.countTokens(text, opts));
+  return {
+    unit: "tokens",
+    name,
+    count: (text) => {
+      if (text.length <= BPE_PIECE) return exact(text);
+      let n = 0;
+      for (const piece of bpePieces(text)) n += exact(piece);
+      return n;
+    },
+  };
 }
 
 function useLiteMeasure(): SizeMeasure {
