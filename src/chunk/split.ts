@@ -188,11 +188,14 @@ function lastParagraphBreak(text: string, lo: number, hi: number): number {
   const top = Math.min(hi, text.length - 1);
   // Without `\r` in the window, jump between `\n`s instead of testing every character.
   const lfOnly = !hasCarriageReturn(text, lo, top + 1);
-  for (
-    let p = lfOnly ? text.lastIndexOf("\n", top) : top;
-    p >= lo;
-    p = lfOnly ? text.lastIndexOf("\n", p - 1) : p - 1
-  ) {
+  // `lastIndexOf` on the window slice: on the whole text it would scan back to 0 when there is no `\n`.
+  const window = lfOnly && top >= lo ? text.slice(lo, top + 1) : "";
+  const prevBreak = (p: number): number => {
+    if (!lfOnly) return p - 1;
+    const k = p - 1 - lo;
+    return k < 0 ? -1 : lo + window.lastIndexOf("\n", k);
+  };
+  for (let p = prevBreak(top + 1); p >= lo; p = prevBreak(p)) {
     const c = text.charCodeAt(p);
     if (!isBreak(c)) continue;
     let q = c === 13 && text.charCodeAt(p + 1) === 10 ? p + 2 : p + 1;
@@ -208,8 +211,9 @@ function lastParagraphBreak(text: string, lo: number, hi: number): number {
 function lastLineBreak(text: string, lo: number, hi: number): number {
   const top = Math.min(hi, text.length - 1);
   if (!hasCarriageReturn(text, lo, top + 1)) {
-    const p = text.lastIndexOf("\n", top);
-    return p >= lo ? p : -1;
+    if (top < lo) return -1;
+    const k = text.slice(lo, top + 1).lastIndexOf("\n");
+    return k >= 0 ? lo + k : -1;
   }
   for (let p = top; p >= lo; p--) if (isBreak(text.charCodeAt(p))) return p;
   return -1;
