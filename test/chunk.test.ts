@@ -920,3 +920,15 @@ describe("DOCUMENT overlap", () => {
       expect(none[i]?.start).toBeGreaterThanOrEqual(none[i - 1]?.end as number);
   });
 });
+
+describe("no quadratic paths", () => {
+  test("an unbroken 2 MB line is chunked in characters and tokens (a quadratic search would time out)", async () => {
+    const text = "abcdefghij".repeat(200_000);
+    const d = doc(text);
+    const chars = await run("fixed", d, cfg(1500, 150, 500));
+    expect(chars.length).toBeGreaterThan(1300);
+    const tokensCfg: ChunkingConfig = { ...cfg(256, 0, 64), unit: "tokens" };
+    const tokens = await run("semantic", doc(text.slice(0, 500_000)), tokensCfg);
+    checkInvariants(doc(text.slice(0, 500_000)), tokens, tokensCfg);
+  }, 60_000);
+});

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { docsPath, tempDir } from "./helpers.js";
@@ -156,5 +156,34 @@ describe("kl CLI", () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("chunkOverlap (20) must be smaller than chunkSize (10)");
     expect(kl("chunk", "missing.md").stderr).toContain("missing.md: file not found");
+    // --tokenizer implies token sizes; a new --chunk-size scales the default overlap like kb create.
+    const tk = JSON.parse(
+      kl("chunk", file, "--tokenizer", "cl100k_base", "--chunk-size", "151", "--json").stdout,
+    );
+    expect(tk.chunking).toMatchObject({
+      unit: "tokens",
+      tokenizer: "cl100k_base",
+      chunkOverlap: 15,
+      minChunkSize: 50,
+    });
+  });
+
+  it("kl chunk and kl ingest agree: binary files are refused, UTF-16 text with a BOM is read", () => {
+    const bin = join(tmp.dir, "blob.txt");
+    writeFileSync(bin, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 1, 2, 3, 0, 0x41]));
+    const r = kl("chunk", bin);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("blob.txt: binary file");
+    const utf16 = join(tmp.dir, "utf16.txt");
+    writeFileSync(
+      utf16,
+      Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("Grüße aus München. 你好。", "utf16le")]),
+    );
+    const c = JSON.parse(kl("chunk", utf16, "--json").stdout);
+    expect(c.documents[0].chunks[0].text).toBe("Grüße aus München. 你好。");
+    const ing = JSON.parse(kl("ingest", utf16, "blob.txt", "--kb", "manuals", "--no-embed", "--json").stdout);
+    expect(ing.skipped.map((x: { reason: string }) => x.reason)).toEqual(["binary file"]);
+    expect(ing.errors).toEqual([]);
+    expect(ing.added).toBe(1);
   });
 });

@@ -112,7 +112,7 @@ function useLiteMeasure(): SizeMeasure {
  */
 export function createMeasure(unit: SizeUnit = "chars", tokenizer?: string): SizeMeasure {
   if (unit === "chars") return CHAR_MEASURE;
-  if (unit !== "tokens") throw new ConfigError(`chunking unit must be "chars" or "tokens" (got "${unit}")`);
+  if (unit !== "tokens") throw new ConfigError(`unit must be "chars" or "tokens" (got "${unit}")`);
   const name = tokenizer ?? DEFAULT_TOKENIZER;
   if (!(TOKENIZERS as readonly string[]).includes(name)) {
     throw new ConfigError(`unknown tokenizer "${name}" (use ${TOKENIZERS.join(", ")})`);

@@ -98,9 +98,10 @@ kb.command("create")
   .option("--min-chunk-size <n>", "minimum chunk size in --unit (default 500)", int("--min-chunk-size", 0))
   .addOption(new Option("--unit <unit>", "unit of chunk sizes (default chars)").choices([...SIZE_UNITS]))
   .addOption(
-    new Option("--tokenizer <name>", "tokenizer for --unit tokens (default o200k_base)").choices([
-      ...TOKENIZERS,
-    ]),
+    new Option(
+      "--tokenizer <name>",
+      "tokenizer for token sizes; implies --unit tokens (default o200k_base)",
+    ).choices([...TOKENIZERS]),
   )
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
   .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
@@ -129,7 +130,7 @@ kb.command("create")
           chunkSize: o.chunkSize,
           chunkOverlap: o.chunkOverlap,
           minChunkSize: o.minChunkSize,
-          unit: o.unit as SizeUnit | undefined,
+          unit: (o.unit ?? (o.tokenizer ? "tokens" : undefined)) as SizeUnit | undefined,
           tokenizer: o.tokenizer,
         },
         embedding: { model: o.embeddingModel },
@@ -265,9 +266,10 @@ program
   .option("--min-size <n>", "minimum chunk size in --unit", int("--min-size", 0))
   .addOption(new Option("--unit <unit>", "unit of sizes (default chars)").choices([...SIZE_UNITS]))
   .addOption(
-    new Option("--tokenizer <name>", "tokenizer for --unit tokens (default o200k_base)").choices([
-      ...TOKENIZERS,
-    ]),
+    new Option(
+      "--tokenizer <name>",
+      "tokenizer for token sizes; implies --unit tokens (default o200k_base)",
+    ).choices([...TOKENIZERS]),
   )
   .option("--kb <name>", "start from this knowledge base's chunking settings")
   .option("--json", "print JSON: documents with their chunks (text, body, start, end, …)")
@@ -279,12 +281,16 @@ program
     if (o.overlap !== undefined) chunking.chunkOverlap = o.overlap;
     if (o.minSize !== undefined) chunking.minChunkSize = o.minSize;
     if (o.unit) chunking.unit = o.unit as SizeUnit;
-    if (o.tokenizer) chunking.tokenizer = o.tokenizer;
-    // A smaller --chunk-size alone should not trip over the default overlap or minimum.
-    if (o.chunkSize !== undefined && o.overlap === undefined && chunking.chunkOverlap >= chunking.chunkSize)
-      chunking.chunkOverlap = Math.floor(chunking.chunkSize / 10);
-    if (o.chunkSize !== undefined && o.minSize === undefined && chunking.minChunkSize >= chunking.chunkSize)
-      chunking.minChunkSize = Math.floor(chunking.chunkSize / 3);
+    if (o.tokenizer) {
+      chunking.tokenizer = o.tokenizer;
+      // A tokenizer only means something for token sizes.
+      if (!o.unit) chunking.unit = "tokens";
+    }
+    // A new --chunk-size scales the default overlap and minimum as `kl kb create` does.
+    if (o.chunkSize !== undefined && o.overlap === undefined)
+      chunking.chunkOverlap = Math.min(chunking.chunkOverlap, Math.floor(chunking.chunkSize / 10));
+    if (o.chunkSize !== undefined && o.minSize === undefined)
+      chunking.minChunkSize = Math.min(chunking.minChunkSize, Math.floor(chunking.chunkSize / 3));
     validateChunkingConfig(chunking);
     const embedder = chunking.strategy === "embedding_semantic" ? createEmbedder(base.embedding) : undefined;
     const chunker = createChunker(chunking, undefined, { embedder, batchSize: base.embedding.batchSize });

@@ -46,7 +46,8 @@ export const EXTRACTORS: Readonly<Record<SourceType, Extractor>> = {
  * @param type source type; detected with {@link detectSourceType} when omitted.
  * @returns one document for most files, one per channel for a Slack export.
  * @throws ExtractionError naming the file when it does not exist, has an
- *   unsupported type, or cannot be parsed (corrupt, encrypted, empty…).
+ *   unsupported type, is binary (see `discoverSources`) or not a regular file, or
+ *   cannot be parsed (corrupt, encrypted, empty…).
  */
 export async function extractFile(path: string, type?: SourceType): Promise<ExtractedDocument[]> {
   const abs = resolve(path);
@@ -65,6 +66,15 @@ export async function extractFile(path: string, type?: SourceType): Promise<Extr
   const resolved = type ?? detectSourceType(abs);
   if (resolved === undefined) {
     throw new ExtractionError(abs, `unsupported file type (${extname(abs) || "no extension"})`);
+  }
+  if (!info.isDirectory() && !info.isFile()) {
+    throw new ExtractionError(abs, "not a regular file (a pipe, socket or device)");
+  }
+  if (resolved !== "pdf" && info.isFile() && (await isBinaryFile(abs))) {
+    throw new ExtractionError(
+      abs,
+      "binary file (a NUL byte in the first 8 KB and no UTF-16 byte order mark)",
+    );
   }
   return EXTRACTORS[resolved].extract(abs);
 }
@@ -96,14 +106,21 @@ const ALWAYS_SKIPPED_DIRS = new Set([".git", "node_modules", ".kl"]);
 /** Bytes inspected for a NUL byte when deciding whether a file is binary. */
 const BINARY_SNIFF_BYTES = 8192;
 
-/** True when the first 8 KB of the file contain a NUL byte. Unreadable files count as not binary. */
+/**
+ * True when the first 8 KB of the file contain a NUL byte and the file does not
+ * start with a UTF-16 byte order mark (UTF-16 text is full of NULs and is decoded
+ * by `decodeText`). Unreadable files count as not binary.
+ */
 async function isBinaryFile(path: string): Promise<boolean> {
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
     handle = await open(path, "r");
     const buf = Buffer.alloc(BINARY_SNIFF_BYTES);
     const { bytesRead } = await handle.read(buf, 0, BINARY_SNIFF_BYTES, 0);
-    return buf.subarray(0, bytesRead).includes(0);
+    const head = buf.subarray(0, bytesRead);
+    const utf16 =
+      bytesRead >= 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff));
+    return !utf16 && head.includes(0);
   } catch {
     return false;
   } finally {
