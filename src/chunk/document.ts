@@ -50,6 +50,15 @@ function firstNonSpace(text: string, start: number, end: number): string {
   return i < end ? text.charAt(i) : "";
 }
 
+/** True when the line `[start, end)` has only table-delimiter characters (`|`, `:`, `-`, spaces, tabs). */
+function onlyDelimiterChars(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 124 && c !== 58 && c !== 45 && c !== 32 && c !== 9) return false;
+  }
+  return end > start;
+}
+
 /** True when the line `[start, end)` ends with `:` before optional trailing spaces/tabs. */
 function endsWithColon(text: string, start: number, end: number): boolean {
   let i = end - 1;
@@ -195,7 +204,13 @@ export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
       closeTable();
     }
     const hasNext = i + 1 < n;
-    if (pipe && hasNext && TABLE_DELIMITER.test(lt(i + 1)) && lt(i + 1).includes("-")) {
+    if (
+      pipe &&
+      hasNext &&
+      onlyDelimiterChars(text, S[i + 1] as number, E[i + 1] as number) &&
+      TABLE_DELIMITER.test(lt(i + 1)) &&
+      lt(i + 1).includes("-")
+    ) {
       const nt = lt(i + 1);
       const t = lt(i);
       const nextEnd = E[i + 1] as number;
