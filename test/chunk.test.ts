@@ -932,3 +932,22 @@ describe("no quadratic paths", () => {
     checkInvariants(doc(text.slice(0, 500_000)), tokens, tokensCfg);
   }, 60_000);
 });
+
+describe("joiners are not break opportunities", () => {
+  test.each(["fixed", "semantic", "document", "code"] as ConcreteStrategy[])(
+    "%s never cuts a ZWJ emoji sequence or a no-break space",
+    async (strategy) => {
+      const emoji = "👩🏻‍🏭"; // 7 UTF-16 units: woman, skin tone, ZWJ, factory
+      const d = doc(emoji.repeat(300), "text");
+      const chunks = await run(strategy, d, cfg(100));
+      checkInvariants(d, chunks, cfg(100));
+      for (const c of chunks) {
+        expect(c.start % 7, `start ${c.start}`).toBe(0);
+        expect(c.end % 7, `end ${c.end}`).toBe(0);
+      }
+      expect(chunks.reduce((n, c) => n + c.end - c.start, 0)).toBe(d.text.length);
+      const nbsp = doc("alpha beta\u00a0gamma ".repeat(20), "text");
+      for (const c of await run(strategy, nbsp, cfg(50))) expect(nbsp.text.charAt(c.end)).not.toBe("\u00a0");
+    },
+  );
+});

@@ -219,9 +219,19 @@ function lastLineBreak(text: string, lo: number, hi: number): number {
   return -1;
 }
 
-/** Last offset `p` in `[lo, hi]` holding a blank character. */
+/**
+ * A blank character that is also a break opportunity: not a no-break space
+ * (U+00A0, U+202F, U+FEFF), a word joiner (U+2060) or a zero-width (non-)joiner
+ * (U+200C, U+200D), which sit inside words and emoji sequences.
+ */
+function isBreakSpace(code: number): boolean {
+  if (!isBlank(code)) return false;
+  return code !== 0xa0 && code !== 0x202f && code !== 0xfeff && code !== 0x2060 && code !== 0x200c && code !== 0x200d;
+}
+
+/** Last offset `p` in `[lo, hi]` holding a blank character that allows a break (see {@link isBreakSpace}). */
 function lastBlank(text: string, lo: number, hi: number): number {
-  for (let p = Math.min(hi, text.length - 1); p >= lo; p--) if (isBlank(text.charCodeAt(p))) return p;
+  for (let p = Math.min(hi, text.length - 1); p >= lo; p--) if (isBreakSpace(text.charCodeAt(p))) return p;
   return -1;
 }
 
@@ -290,7 +300,7 @@ function overlapStart(ruler: Ruler, s: number, cut: number, overlap: number): nu
     if (p < cut) return p;
   }
   for (let p = from; p < cut; p++) {
-    if (!isBlank(text.charCodeAt(p)) && isBlank(text.charCodeAt(p - 1))) return p;
+    if (!isBlank(text.charCodeAt(p)) && isBreakSpace(text.charCodeAt(p - 1))) return p;
   }
   const g = graphemeBoundaryAtOrAfter(text, from, cut);
   return g < cut ? skipBlankForward(text, g, cut) : cut;
