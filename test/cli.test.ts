@@ -168,6 +168,19 @@ describe("kl CLI", () => {
     });
   });
 
+  it("kb create takes EMBEDDING_SEMANTIC options and kb show lists them", () => {
+    const r = kl("kb", "create", "notes", "--strategy", "embedding_semantic", "--percentile", "90", "--json");
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).chunking.embeddingSemantic).toEqual({
+      breakpoint: "percentile",
+      percentile: 90,
+    });
+    expect(kl("kb", "show", "notes").stdout).toContain("cut where distance > p90, chunks 50–600");
+    const bad = kl("kb", "create", "x2", "--threshold", "1.5");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("--threshold must be a cosine similarity from -1 to 1");
+  });
+
   it("kl chunk and kl ingest agree: binary files are refused, UTF-16 text with a BOM is read", () => {
     const bin = join(tmp.dir, "blob.txt");
     writeFileSync(bin, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 1, 2, 3, 0, 0x41]));

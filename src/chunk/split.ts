@@ -226,7 +226,14 @@ function lastLineBreak(text: string, lo: number, hi: number): number {
  */
 function isBreakSpace(code: number): boolean {
   if (!isBlank(code)) return false;
-  return code !== 0xa0 && code !== 0x202f && code !== 0xfeff && code !== 0x2060 && code !== 0x200c && code !== 0x200d;
+  return (
+    code !== 0xa0 &&
+    code !== 0x202f &&
+    code !== 0xfeff &&
+    code !== 0x2060 &&
+    code !== 0x200c &&
+    code !== 0x200d
+  );
 }
 
 /** Last offset `p` in `[lo, hi]` holding a blank character that allows a break (see {@link isBreakSpace}). */

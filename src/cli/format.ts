@@ -1,5 +1,7 @@
 import cliProgress from "cli-progress";
 import type { SizeMeasure } from "../chunk/measure.js";
+import { validateChunkingConfig } from "../chunk/spans.js";
+import type { ChunkingConfig } from "../config.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 import { formatCitation } from "../retrieve/attribution.js";
@@ -121,10 +123,36 @@ export function formatKb(kb: KbRecord, counts: KbCounts): string {
     `created:    ${kb.createdAt}`,
     `documents:  ${counts.documents} (${counts.embeddedDocuments} with vectors), chunks: ${counts.chunks}`,
     `chunking:   ${c.chunking.strategy}, size ${c.chunking.chunkSize}, overlap ${c.chunking.chunkOverlap}, min ${c.chunking.minChunkSize} (${c.chunking.unit === "tokens" ? `${c.chunking.tokenizer ?? "o200k_base"} tokens` : "characters"})`,
+    ...strategyOptions(c.chunking),
     `embedding:  ${c.embedding.provider}:${c.embedding.model}, batch ${c.embedding.batchSize}`,
     `store:      ${c.vectorStore.type}`,
     `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK}, keyword top-k ${c.retrieval.keywordTopK}, RRF k ${c.retrieval.rrfK}, min score ${c.retrieval.minScore}, dedup ≥ ${c.retrieval.dedupThreshold}`,
   ].join("\n");
+}
+
+/** Lines for the strategy options that apply to a KB's strategy (with defaults filled in). */
+function strategyOptions(chunking: ChunkingConfig): string[] {
+  const limits = validateChunkingConfig(chunking);
+  const s = chunking.strategy;
+  const lines: string[] = [];
+  if (s === "embedding_semantic") {
+    const e = limits.embeddingSemantic;
+    const cut = e.breakpoint === "threshold" ? `cosine < ${e.threshold}` : `distance > p${e.percentile}`;
+    lines.push(
+      `            cut where ${cut}, chunks ${e.minSize}–${e.maxSize}, fallback FIXED ${e.fallbackSize}/${e.fallbackOverlap}`,
+    );
+  }
+  if (s === "email" || s === "auto") {
+    lines.push(
+      `            email: whole under ${limits.email.wholeUnder}, quoted replies ${limits.email.quotedReplies}`,
+    );
+  }
+  if (s === "slack" || s === "auto") {
+    lines.push(
+      `            slack: whole threads under ${limits.slack.wholeThreadUnder}, gap ${limits.slack.maxGapSeconds} s`,
+    );
+  }
+  return lines;
 }
 
 /** One extracted document and its chunks, for {@link formatChunks}. */

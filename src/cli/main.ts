@@ -9,6 +9,7 @@ import {
   type ChunkingConfig,
   type ChunkingStrategy,
   defaultKbConfig,
+  type EmbeddingSemanticOptions,
   RETRIEVAL_MODES,
   type RetrievalMode,
   SIZE_UNITS,
@@ -55,6 +56,35 @@ const weight =
   };
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+const cosine = (value: string): number => {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < -1 || n > 1)
+    throw new InvalidArgumentError("--threshold must be a cosine similarity from -1 to 1");
+  return n;
+};
+
+const percentile = (value: string): number => {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n <= 0 || n >= 100)
+    throw new InvalidArgumentError("--percentile must be a number between 0 and 100 (exclusive)");
+  return n;
+};
+
+/** The EMBEDDING_SEMANTIC options given on the command line, or undefined when none. */
+function embeddingSemanticOptions(o: {
+  breakpoint?: string;
+  threshold?: number;
+  percentile?: number;
+}): Partial<EmbeddingSemanticOptions> | undefined {
+  const out: Partial<EmbeddingSemanticOptions> = {};
+  if (o.breakpoint) out.breakpoint = o.breakpoint as EmbeddingSemanticOptions["breakpoint"];
+  if (o.threshold !== undefined) out.threshold = o.threshold;
+  if (o.percentile !== undefined) out.percentile = o.percentile;
+  // A percentile alone means percentile mode.
+  if (o.percentile !== undefined && !o.breakpoint) out.breakpoint = "percentile";
+  return Object.keys(out).length > 0 ? out : undefined;
+}
 
 function parseModes(value: string): RetrievalMode[] {
   const modes = value.split(",").map((m) => m.trim());
@@ -103,6 +133,22 @@ kb.command("create")
       "tokenizer for token sizes; implies --unit tokens (default o200k_base)",
     ).choices([...TOKENIZERS]),
   )
+  .addOption(
+    new Option(
+      "--breakpoint <mode>",
+      "embedding_semantic: cut below a cosine threshold or above a distance percentile",
+    ).choices(["threshold", "percentile"]),
+  )
+  .option(
+    "--threshold <cosine>",
+    "embedding_semantic: neighbour cosine below which to cut (default 0.75)",
+    cosine,
+  )
+  .option(
+    "--percentile <p>",
+    "embedding_semantic: distance percentile above which to cut (default 95)",
+    percentile,
+  )
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
   .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
   .option("--top-k <n>", "results returned by default (default 5)", int("--top-k", 1, MAX_TOP_K))
@@ -132,6 +178,7 @@ kb.command("create")
           minChunkSize: o.minChunkSize,
           unit: (o.unit ?? (o.tokenizer ? "tokens" : undefined)) as SizeUnit | undefined,
           tokenizer: o.tokenizer,
+          embeddingSemantic: embeddingSemanticOptions(o),
         },
         embedding: { model: o.embeddingModel },
         retrieval: {
@@ -271,6 +318,22 @@ program
       "tokenizer for token sizes; implies --unit tokens (default o200k_base)",
     ).choices([...TOKENIZERS]),
   )
+  .addOption(
+    new Option(
+      "--breakpoint <mode>",
+      "embedding_semantic: cut below a cosine threshold or above a distance percentile",
+    ).choices(["threshold", "percentile"]),
+  )
+  .option(
+    "--threshold <cosine>",
+    "embedding_semantic: neighbour cosine below which to cut (default 0.75)",
+    cosine,
+  )
+  .option(
+    "--percentile <p>",
+    "embedding_semantic: distance percentile above which to cut (default 95)",
+    percentile,
+  )
   .option("--kb <name>", "start from this knowledge base's chunking settings")
   .option("--json", "print JSON: documents with their chunks (text, body, start, end, …)")
   .action(async (file: string, o, command: Command) => {
@@ -286,6 +349,8 @@ program
       // A tokenizer only means something for token sizes.
       if (!o.unit) chunking.unit = "tokens";
     }
+    const es = embeddingSemanticOptions(o);
+    if (es) chunking.embeddingSemantic = { ...chunking.embeddingSemantic, ...es };
     // A new --chunk-size scales the default overlap and minimum as `kl kb create` does.
     if (o.chunkSize !== undefined && o.overlap === undefined)
       chunking.chunkOverlap = Math.min(chunking.chunkOverlap, Math.floor(chunking.chunkSize / 10));
