@@ -110,6 +110,33 @@ async function withKl<T>(command: Command, fn: (kl: KnowledgeLayer) => Promise<T
   }
 }
 
+/** Adds the tokenizer and EMBEDDING_SEMANTIC options shared by `kb create` and `chunk`. */
+function withChunkingOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option(
+        "--tokenizer <name>",
+        "tokenizer for token sizes; implies --unit tokens (default o200k_base)",
+      ).choices([...TOKENIZERS]),
+    )
+    .addOption(
+      new Option(
+        "--breakpoint <mode>",
+        "embedding_semantic: cut below a cosine threshold or above a distance percentile",
+      ).choices(["threshold", "percentile"]),
+    )
+    .option(
+      "--threshold <cosine>",
+      "embedding_semantic: neighbour cosine below which to cut (default 0.75)",
+      cosine,
+    )
+    .option(
+      "--percentile <p>",
+      "embedding_semantic: distance percentile above which to cut (default 95)",
+      percentile,
+    );
+}
+
 const program = new Command()
   .name("kl")
   .description("knowledge-layer: ingest documents into knowledge bases and retrieve attributed passages")
@@ -119,7 +146,7 @@ const program = new Command()
 
 const kb = program.command("kb").description("manage knowledge bases");
 
-kb.command("create")
+withChunkingOptions(kb.command("create"))
   .argument("<name>", "knowledge base name")
   .description("create a knowledge base with its own chunking, embedding and retrieval settings")
   .addOption(new Option("--strategy <strategy>", "chunking strategy").choices([...CHUNKING_STRATEGIES]))
@@ -127,28 +154,6 @@ kb.command("create")
   .option("--chunk-overlap <n>", "overlap between chunks in --unit (default 150)", int("--chunk-overlap", 0))
   .option("--min-chunk-size <n>", "minimum chunk size in --unit (default 500)", int("--min-chunk-size", 0))
   .addOption(new Option("--unit <unit>", "unit of chunk sizes (default chars)").choices([...SIZE_UNITS]))
-  .addOption(
-    new Option(
-      "--tokenizer <name>",
-      "tokenizer for token sizes; implies --unit tokens (default o200k_base)",
-    ).choices([...TOKENIZERS]),
-  )
-  .addOption(
-    new Option(
-      "--breakpoint <mode>",
-      "embedding_semantic: cut below a cosine threshold or above a distance percentile",
-    ).choices(["threshold", "percentile"]),
-  )
-  .option(
-    "--threshold <cosine>",
-    "embedding_semantic: neighbour cosine below which to cut (default 0.75)",
-    cosine,
-  )
-  .option(
-    "--percentile <p>",
-    "embedding_semantic: distance percentile above which to cut (default 95)",
-    percentile,
-  )
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
   .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
   .option("--top-k <n>", "results returned by default (default 5)", int("--top-k", 1, MAX_TOP_K))
@@ -299,8 +304,7 @@ program
     });
   });
 
-program
-  .command("chunk")
+withChunkingOptions(program.command("chunk"))
   .argument("<file>", "a file (or Slack export folder) to extract and chunk")
   .description("print the chunks a file would be split into (nothing is stored)")
   .addOption(
@@ -312,28 +316,6 @@ program
   .option("--overlap <n>", "overlap between FIXED chunks in --unit", int("--overlap", 0))
   .option("--min-size <n>", "minimum chunk size in --unit", int("--min-size", 0))
   .addOption(new Option("--unit <unit>", "unit of sizes (default chars)").choices([...SIZE_UNITS]))
-  .addOption(
-    new Option(
-      "--tokenizer <name>",
-      "tokenizer for token sizes; implies --unit tokens (default o200k_base)",
-    ).choices([...TOKENIZERS]),
-  )
-  .addOption(
-    new Option(
-      "--breakpoint <mode>",
-      "embedding_semantic: cut below a cosine threshold or above a distance percentile",
-    ).choices(["threshold", "percentile"]),
-  )
-  .option(
-    "--threshold <cosine>",
-    "embedding_semantic: neighbour cosine below which to cut (default 0.75)",
-    cosine,
-  )
-  .option(
-    "--percentile <p>",
-    "embedding_semantic: distance percentile above which to cut (default 95)",
-    percentile,
-  )
   .option("--kb <name>", "start from this knowledge base's chunking settings")
   .option("--json", "print JSON: documents with their chunks (text, body, start, end, …)")
   .action(async (file: string, o, command: Command) => {
