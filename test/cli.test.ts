@@ -168,6 +168,23 @@ describe("kl CLI", () => {
     });
   });
 
+  it("kl extract prints the extracted text and metadata", () => {
+    const r = kl("extract", resolve(ROOT, "../shared/cases/B19.eml"), "--json");
+    expect(r.code, r.stderr).toBe(0);
+    const [d] = JSON.parse(r.stdout).documents;
+    expect(d.metadata).toMatchObject({
+      type: "email",
+      subject: "Grüße aus München",
+      to: ["team@example.de"],
+    });
+    expect(d.text).toContain("viele Grüße aus München.");
+    const pdf = kl("extract", docsPath("pdf/pdf-parse_npm_test_data"));
+    expect(pdf.code).toBe(1);
+    expect(pdf.stderr).toContain("is a directory");
+    const human = kl("extract", resolve(ROOT, "../shared/cases/B19.eml"));
+    expect(human.stdout).toMatch(/^subject: Grüße aus München$/m);
+  });
+
   it("kb create takes EMBEDDING_SEMANTIC options and kb show lists them", () => {
     const r = kl("kb", "create", "notes", "--strategy", "embedding_semantic", "--percentile", "90", "--json");
     expect(r.code, r.stderr).toBe(0);

@@ -187,3 +187,28 @@ export function formatChunks(docs: ChunkedDocument[], measure: SizeMeasure): str
   }
   return lines.join("\n");
 }
+
+/**
+ * Human-readable extraction output for `kl extract`: per document its URI,
+ * metadata (one `key: value` line each, arrays joined), segment count and the
+ * extracted text.
+ */
+export function formatExtracted(docs: ExtractedDocument[]): string {
+  const lines: string[] = [];
+  for (const doc of docs) {
+    lines.push(
+      `── ${doc.uri} (${doc.text.length} chars${doc.segments ? `, ${doc.segments.length} segments` : ""}) ──`,
+    );
+    for (const [key, value] of Object.entries(doc.metadata)) {
+      if (value === undefined) continue;
+      const shown = Array.isArray(value)
+        ? value.map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join(", ")
+        : typeof value === "string"
+          ? value
+          : JSON.stringify(value);
+      lines.push(`${key}: ${shown}`);
+    }
+    lines.push("", doc.text, "");
+  }
+  return lines.join("\n");
+}

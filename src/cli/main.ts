@@ -24,6 +24,7 @@ import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
 import {
   type ChunkedDocument,
   formatChunks,
+  formatExtracted,
   formatIngestSummary,
   formatKb,
   formatSearchResults,
@@ -302,6 +303,20 @@ program
       if (o.json) console.log(JSON.stringify(response, null, 2));
       else console.log(formatSearchResults(response));
     });
+  });
+
+program
+  .command("extract")
+  .argument("<file>", "a file (or Slack export folder) to extract")
+  .description("print the text and metadata extracted from a file (nothing is stored)")
+  .option("--json", "print JSON: documents with uri, metadata, text and segments")
+  .action(async (file: string, o) => {
+    const docs = await extractFile(resolve(file));
+    if (o.json) {
+      console.log(JSON.stringify({ file: resolve(file), documents: docs }, null, 2));
+      return;
+    }
+    console.log(formatExtracted(docs));
   });
 
 withChunkingOptions(program.command("chunk"))
