@@ -174,6 +174,63 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
 
 const KB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
+/** Keys a configuration may have, per section (a misspelt key is an error, not silently ignored). */
+const KNOWN_KEYS: Record<string, readonly string[]> = {
+  "": ["name", "chunking", "embedding", "vectorStore", "retrieval"],
+  chunking: [
+    "strategy",
+    "chunkSize",
+    "chunkOverlap",
+    "minChunkSize",
+    "unit",
+    "tokenizer",
+    "email",
+    "slack",
+    "embeddingSemantic",
+  ],
+  "chunking.email": ["wholeUnder", "quotedReplies"],
+  "chunking.slack": ["wholeThreadUnder", "maxGapSeconds"],
+  "chunking.embeddingSemantic": [
+    "breakpoint",
+    "threshold",
+    "percentile",
+    "minSize",
+    "maxSize",
+    "fallbackSize",
+    "fallbackOverlap",
+    "reuseSentenceEmbeddings",
+  ],
+  embedding: ["provider", "model", "batchSize"],
+  vectorStore: ["type"],
+  retrieval: [
+    "mode",
+    "vectorTopK",
+    "keywordTopK",
+    "rrfK",
+    "vectorWeight",
+    "keywordWeight",
+    "topK",
+    "minScore",
+    "dedupThreshold",
+    "bm25K1",
+    "bm25B",
+    "analyzer",
+  ],
+};
+
+function checkKeys(config: KnowledgeBaseConfig, fail: (field: string, problem: string) => never): void {
+  for (const [section, known] of Object.entries(KNOWN_KEYS)) {
+    let value: unknown = config;
+    for (const part of section ? section.split(".") : []) value = (value as Record<string, unknown>)?.[part];
+    if (value === undefined || value === null || typeof value !== "object") continue;
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) {
+        fail(section ? `${section}.${key}` : key, `is not a known setting (known: ${known.join(", ")})`);
+      }
+    }
+  }
+}
+
 /**
  * Validates a knowledge base configuration.
  * @throws ConfigError naming the first invalid field and why.
@@ -187,6 +244,7 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
       `invalid knowledge base name "${config.name}": use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit`,
     );
   }
+  checkKeys(config, fail);
   const c = config.chunking;
   if (!CHUNKING_STRATEGIES.includes(c.strategy)) {
     fail("chunking.strategy", `must be one of ${CHUNKING_STRATEGIES.join(", ")} (got "${c.strategy}")`);

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, test } from "vitest";
+import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../src/config.js";
 import { blobToVector, openDatabase, vectorToBlob } from "../src/store/database.js";
 import { SqliteVectorStore } from "../src/store/sqlite-vector-store.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
@@ -27,5 +28,37 @@ describe("embedded database", () => {
     writeFileSync(`${dir}/kl.db`, "this is not sqlite".repeat(100));
     expect(() => openDatabase(dir)).toThrow(/cannot open database .*kl\.db/);
     cleanup();
+  });
+});
+
+describe("knowledge base configuration", () => {
+  test("a misspelt or unknown setting is a ConfigError naming it; strategy options validate", () => {
+    const base = defaultKbConfig("kb1");
+    const withChunking = (chunking: Record<string, unknown>) =>
+      ({ ...base, chunking: { ...base.chunking, ...chunking } }) as KnowledgeBaseConfig;
+    expect(() => validateKbConfig(withChunking({ chunkSise: 100 }))).toThrow(
+      /chunking\.chunkSise is not a known setting/,
+    );
+    expect(() => validateKbConfig(withChunking({ email: { wholeUndr: 5 } }))).toThrow(
+      /chunking\.email\.wholeUndr is not a known setting/,
+    );
+    expect(() =>
+      validateKbConfig({ ...base, retrieval: { ...base.retrieval, topk: 3 } } as KnowledgeBaseConfig),
+    ).toThrow(/retrieval\.topk/);
+    expect(() => validateKbConfig(withChunking({ unit: "words" }))).toThrow(
+      /unit must be "chars" or "tokens"/,
+    );
+    expect(() => validateKbConfig(withChunking({ unit: "tokens", tokenizer: "bert" }))).toThrow(
+      /unknown tokenizer "bert"/,
+    );
+    expect(() => validateKbConfig(withChunking({ email: { quotedReplies: "hide" } }))).toThrow(
+      /quotedReplies/,
+    );
+    expect(() => validateKbConfig(withChunking({ embeddingSemantic: { threshold: 2 } }))).toThrow(
+      /threshold/,
+    );
+    expect(
+      validateKbConfig(withChunking({ unit: "tokens", slack: { maxGapSeconds: 60 } })).chunking.unit,
+    ).toBe("tokens");
   });
 });
