@@ -294,7 +294,9 @@ describe("DOCUMENT", () => {
     const chunks = await run("document", doc(install, "markdown"), cfg(1500, 0, 500));
     const c = chunks.find((x) => x.text.includes("rustc --version")) as Chunk;
     expect(c.metadata.headingPath).toEqual(["Installation", "Troubleshooting"]);
-    expect(c.contextPrefix).toBe("Installation > Troubleshooting");
+    // The chunk starts with its own "## Troubleshooting" line, so the prefix is the parent path only.
+    expect(chunkBody(c).startsWith("### Troubleshooting")).toBe(true);
+    expect(c.contextPrefix).toBe("Installation");
     expect(c.chunkType).toBe("section");
     // The blockquote "> ### Command Line Notation" is not a heading.
     const all = chunks.flatMap((x) => x.metadata.headingPath as string[]);
@@ -427,13 +429,14 @@ describe("DOCUMENT", () => {
       ["Guide", "Beta"],
     ]);
     expect(separate[0]?.contextPrefix).toBeUndefined();
-    expect(separate[2]?.contextPrefix).toBe("Guide > Alpha");
+    expect(separate[2]?.contextPrefix).toBe("Guide");
     const merged = await run("document", doc(text, "markdown"), cfg(500, 0, 100));
     // Small siblings merge under their parent, the parent's short intro joins them (same
     // heading path), and the short preamble joins the first section: one "Guide" chunk.
     expect(merged.map((c) => c.metadata.headingPath)).toEqual([["Guide"]]);
     expect(merged[0]?.start).toBe(0);
-    expect(merged[0]?.text).toBe(`Guide\n\n${text}`);
+    // The "Guide" heading is in the body, so no prefix repeats it.
+    expect(merged[0]?.text).toBe(text);
   });
 
   test("a heading without content joins its first subsection", async () => {
@@ -441,7 +444,9 @@ describe("DOCUMENT", () => {
     const chunks = await run("document", doc(text, "markdown"), cfg(500));
     expect(chunks).toHaveLength(1);
     expect(chunks[0]?.metadata.headingPath).toEqual(["Book", "Chapter"]);
-    expect(chunks[0]?.text).toBe(`Book > Chapter\n\n${text}`);
+    // Both headings are in the body: no prefix repeats them.
+    expect(chunks[0]?.text).toBe(text);
+    expect(chunks[0]?.contextPrefix).toBeUndefined();
   });
 });
 
@@ -888,7 +893,9 @@ describe("DOCUMENT title lines", () => {
     expect(paths).toEqual(["", "Contract > TERMS AND CONDITIONS", "Contract > PAYMENT"]);
     expect(chunks[2]?.text).toContain("Not a title: mixed case stays text.");
     expect(chunks[2]?.text).toContain("NOT A TITLE:");
-    expect(chunks[1]?.contextPrefix).toBe("Contract > TERMS AND CONDITIONS");
+    // "# Contract" has no content of its own and starts this chunk together with the title line.
+    expect(chunks[1]?.contextPrefix).toBeUndefined();
+    expect(chunks[1]?.text.startsWith("# Contract\n\nTERMS AND CONDITIONS:")).toBe(true);
     // A title on the very first line of a plain text document.
     const plain = doc("SUMMARY:\nAll systems nominal.\n\nDETAILS:\nNothing else.", "text");
     const p = await run("document", plain, cfg(100));

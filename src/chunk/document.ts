@@ -402,9 +402,21 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
   const budget = bodyBudget(limits, prefix);
   const size = spanMeasurer(text, limits.measure);
   const metadata = (): Record<string, unknown> => ({ headingPath: [...path] });
+  // A chunk that starts with the section's own heading line already shows that heading: its
+  // prefix is the parent path only, so the heading is not embedded twice.
+  const heading = !sec.merged && sec.blocks[0]?.kind === "heading" ? sec.blocks[0] : undefined;
+  let leading = 0;
+  while (sec.blocks[leading]?.kind === "heading") leading++;
+  const parentPrefix = heading
+    ? pathPrefix(path.slice(0, Math.max(0, path.length - leading)), limits)
+    : prefix;
   const make = (span: Span, p: string): Chunk =>
     makeChunk(text, span, "section", {
-      prefix: fitPrefix(limits, p, text.slice(span.start, span.end)),
+      prefix: fitPrefix(
+        limits,
+        heading && span.start === heading.start && p === prefix ? parentPrefix : p,
+        text.slice(span.start, span.end),
+      ),
       metadata: metadata(),
     });
   if (size(sec.start, sec.end) <= budget) return [make(sec, prefix)];
@@ -444,8 +456,10 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
  * rows with the header row repeated in the continuation chunks' prefix.
  *
  * Every chunk's `contextPrefix` is its heading path (`Guide > Install > Linux`,
- * leading headings elided as `… >` when it would exceed half of `limits.size`) and
- * `metadata.headingPath` the same as a `string[]`; text before the first heading has
+ * leading headings elided as `… >` when it would exceed half of `limits.size`),
+ * without the trailing headings whose lines the chunk itself starts with (so a
+ * heading is never embedded twice); `metadata.headingPath` is the full path as a
+ * `string[]`; text before the first heading has
  * no prefix and `headingPath: []`. The body budget leaves room for the prefix, so
  * `text.length ≤ limits.size` as long as `limits.size` ≥ about 10.
  */
