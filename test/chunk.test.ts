@@ -624,29 +624,7 @@ describe("SLACK", () => {
 });
 
 describe("CODE", () => {
-  test("B15: comments and decorators stay with their definition", async () => {
-    const text = readShared("cases/B15.py");
-    const d = doc(text, "code", { language: "python" });
-    const chunks = await run("code", d, cfg(200));
-    checkInvariants(d, chunks, cfg(200));
-    const find = (s: string) => chunks.find((c) => c.text.includes(s)) as Chunk;
-    expect(find("class RetryPolicy").text).toContain("# TODO(ops): retry budget is too low for batch jobs");
-    expect(find("def list_jobs").text).toContain('@router.get("/jobs")');
-    expect(find("def list_jobs").text).toContain("@requires_auth");
-    expect(find("def legacy_list").text).toContain("# Helper kept for backwards compatibility.");
-    for (const c of chunks) {
-      const lines = c.text.split("\n").filter((l) => l.trim() !== "");
-      expect(/^[@#]/.test(lines[lines.length - 1] ?? "")).toBe(false);
-    }
-    expect(find("class RetryPolicy")).toMatchObject({
-      chunkType: "code_class",
-      metadata: { symbol: "RetryPolicy", language: "python" },
-    });
-    expect(find("def list_jobs")).toMatchObject({
-      chunkType: "code_function",
-      metadata: { symbol: "list_jobs" },
-    });
-  });
+  // B15 (comments and decorators stay with their definition) runs in test/chunk-code.test.ts.
 
   test("an oversized class is split at its methods", async () => {
     const method = (n: string) =>
