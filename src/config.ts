@@ -1,4 +1,5 @@
 import { validateChunkingConfig } from "./chunk/spans.js";
+import { DEFAULT_EXTRACTION_LIMITS, type ExtractOptions, resolveExtractOptions } from "./extract/contract.js";
 import { ConfigError } from "./errors.js";
 import { ANALYZERS, type Analyzer } from "./retrieve/tokenizer.js";
 
@@ -139,6 +140,8 @@ export interface RetrievalConfig {
 /** The whole configuration of one knowledge base, stored with it. */
 export interface KnowledgeBaseConfig {
   name: string;
+  /** Extraction limits and per-format options (Slack workspace URL, email attachments); defaults when absent. */
+  extraction?: ExtractOptions;
   chunking: ChunkingConfig;
   embedding: EmbeddingConfig;
   vectorStore: VectorStoreConfig;
@@ -176,7 +179,11 @@ const KB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /** Keys a configuration may have, per section (a misspelt key is an error, not silently ignored). */
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  "": ["name", "chunking", "embedding", "vectorStore", "retrieval"],
+  "": ["name", "extraction", "chunking", "embedding", "vectorStore", "retrieval"],
+  extraction: ["limits", "slack", "email"],
+  "extraction.limits": Object.keys(DEFAULT_EXTRACTION_LIMITS),
+  "extraction.slack": ["workspaceUrl", "keepSystemMessages"],
+  "extraction.email": ["attachments"],
   chunking: [
     "strategy",
     "chunkSize",
@@ -245,6 +252,17 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
     );
   }
   checkKeys(config, fail);
+  if (config.extraction !== undefined) {
+    try {
+      resolveExtractOptions(config.extraction);
+    } catch (err) {
+      fail("extraction", (err as Error).message);
+    }
+    const url = config.extraction.slack?.workspaceUrl;
+    if (url !== undefined && !/^https?:\/\/[^\s/]+/.test(url)) {
+      fail("extraction.slack.workspaceUrl", `must be an http(s) URL such as https://acme.slack.com (got "${url}")`);
+    }
+  }
   const c = config.chunking;
   if (!CHUNKING_STRATEGIES.includes(c.strategy)) {
     fail("chunking.strategy", `must be one of ${CHUNKING_STRATEGIES.join(", ")} (got "${c.strategy}")`);

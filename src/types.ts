@@ -7,7 +7,7 @@
  */
 
 /** The kinds of source the extractors recognise. */
-export type SourceType = "markdown" | "text" | "html" | "pdf" | "email" | "slack" | "code";
+export type SourceType = "markdown" | "text" | "html" | "pdf" | "docx" | "email" | "slack" | "code";
 
 /**
  * Metadata describing where a document came from. Extractors fill the fields that
@@ -66,6 +66,11 @@ export interface ExtractedDocument {
   metadata: DocumentMetadata;
   /** Optional structure (pages, messages) used by chunkers and attribution. */
   segments?: Segment[];
+  /**
+   * Problems that did not stop extraction but degrade the result, each a sentence
+   * naming what was lost: `pages 3-5 have no text layer`, `attachment logo.png: unsupported type`.
+   */
+  warnings?: string[];
 }
 
 /** Chunk kinds produced by the strategies. */

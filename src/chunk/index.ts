@@ -61,6 +61,7 @@ const STRATEGIES: Record<TextStrategy, ChunkFn> = {
 const AUTO: Record<SourceType, TextStrategy> = {
   markdown: "document",
   html: "document",
+  docx: "document",
   email: "email",
   slack: "slack",
   code: "code",
@@ -69,7 +70,7 @@ const AUTO: Record<SourceType, TextStrategy> = {
 };
 
 /**
- * The strategy `auto` picks for a document: markdown/html → `document`,
+ * The strategy `auto` picks for a document: markdown/html/docx → `document`,
  * email → `email`, slack → `slack`, code → `code`, pdf/text (and anything
  * unknown) → `semantic`.
  */

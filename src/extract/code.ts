@@ -2,9 +2,9 @@
  * Source-code extractor: the file content, unchanged, tagged with its language.
  */
 import type { ExtractedDocument } from "../types.js";
-import type { Extractor } from "./contract.js";
+import type { ExtractContext, Extractor } from "./contract.js";
 import { languageForPath } from "./detect.js";
-import { assertNotEmpty, compact, decodeText, fileTitle, readBytes } from "./util.js";
+import { assertNotEmpty, compact, decodeText, fileTitle, readSource } from "./util.js";
 
 /**
  * Extracts a source file. `text` is the file content decoded as UTF-8 (invalid
@@ -15,8 +15,8 @@ import { assertNotEmpty, compact, decodeText, fileTitle, readBytes } from "./uti
  */
 export const codeExtractor: Extractor = {
   type: "code",
-  async extract(path: string): Promise<ExtractedDocument[]> {
-    const text = decodeText(await readBytes(path));
+  async extract(path: string, ctx: ExtractContext): Promise<ExtractedDocument[]> {
+    const text = decodeText(await readSource(path, ctx));
     assertNotEmpty(path, text);
     const metadata = compact({
       path,

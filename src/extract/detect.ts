@@ -22,7 +22,10 @@ const DOCUMENT_EXTENSIONS: Readonly<Record<string, SourceType>> = {
   ".htm": "html",
   ".xhtml": "html",
   ".pdf": "pdf",
+  ".docx": "docx",
   ".eml": "email",
+  ".mbox": "email",
+  ".mbx": "email",
 };
 
 /** Source-code extensions (lower case, with dot) and the language name reported for them. */
@@ -95,7 +98,40 @@ const CODE_LANGUAGES: Readonly<Record<string, string>> = {
   ".yaml": "yaml",
   ".yml": "yaml",
   ".toml": "toml",
+  ".json": "json",
+  ".jsonc": "json",
+  ".json5": "json",
+  ".xml": "xml",
+  ".ini": "ini",
+  ".cfg": "ini",
+  ".cnf": "ini",
+  ".conf": "ini",
+  ".ejs": "ejs",
+  ".hbs": "handlebars",
+  ".handlebars": "handlebars",
+  ".mustache": "mustache",
+  ".tmpl": "template",
+  ".njk": "jinja",
+  ".jinja": "jinja",
+  ".j2": "jinja",
 };
+
+/** Extension-less file names of plain-text documents (licences, notices, change logs). */
+const TEXT_FILE_NAMES = new Set([
+  "LICENSE",
+  "LICENCE",
+  "COPYING",
+  "NOTICE",
+  "AUTHORS",
+  "CONTRIBUTORS",
+  "CHANGELOG",
+  "CHANGES",
+  "README",
+  "MIT-LICENSE",
+  "LICENSE-MIT",
+  "LICENSE-APACHE",
+  "CODEOWNERS",
+]);
 
 /** Extension-less file names that are source code. */
 const CODE_FILE_NAMES: Readonly<Record<string, string>> = {
@@ -184,9 +220,12 @@ export function isSlackExport(dir: string): boolean {
 /**
  * Detects the source type of `path`.
  *
- * By extension: `.md .markdown .mdx` → markdown; `.txt .text .rst .log .adoc .org` →
+ * By extension: `.md .markdown .mdx` → markdown; `.txt .text .rst .log .adoc .org` (and
+ * licence/notice files such as `LICENSE`, `NOTICE`, `AUTHORS`) →
  * text; `.html .htm .xhtml` → html; `.pdf` → pdf; `.eml` → email; source-code
- * extensions (see {@link languageForPath}) → code. A Slack export folder → slack.
+ * extensions (see {@link languageForPath}; JSON, XML, INI and template files too) → code;
+ * `.docx` → docx; `.mbox` → email. A Slack export folder, a `.zip` holding one, or a
+ * `.json` file of Slack message history (API `conversations.history`) → slack.
  * Content sniffing (reads at most 4 KB): a `.txt` file or a file with no or an
  * unknown extension that starts with an mbox `From ` line followed by mail
  * headers, or directly with at least two RFC 5322 header lines (`Return-Path:`,
@@ -197,19 +236,98 @@ export function isSlackExport(dir: string): boolean {
  */
 export function detectSourceType(path: string): SourceType | undefined {
   const ext = extname(path).toLowerCase();
+  if (isSlackExport(path)) return "slack";
+  if (ext === ".zip") return isSlackExportZip(path) ? "slack" : undefined;
+  let isFile = false;
+  try {
+    isFile = statSync(path).isFile();
+  } catch {
+    isFile = false;
+  }
+  return detectFromHead(basename(path), () => (isFile ? readHead(path) : Buffer.alloc(0)));
+}
+
+/**
+ * Detects the source type of in-memory content (an email attachment, an upload)
+ * from its file name, its first bytes and, when the name says nothing, its MIME
+ * type. Rules as in {@link detectSourceType}; a `.zip` is not supported here.
+ * @returns the type, or `undefined` when unsupported. Never throws.
+ */
+export function detectSourceTypeOf(name: string, bytes: Uint8Array, contentType?: string): SourceType | undefined {
+  const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, SNIFF_BYTES));
+  if (extname(name).toLowerCase() === ".zip") return undefined;
+  const byName = detectFromHead(name, () => head);
+  if (byName) return byName;
+  const mime = (contentType ?? "").toLowerCase().split(";")[0]?.trim() ?? "";
+  return MIME_TYPES[mime];
+}
+
+/** MIME types of the supported formats, for content without a telling file name. */
+const MIME_TYPES: Readonly<Record<string, SourceType>> = {
+  "text/plain": "text",
+  "text/markdown": "markdown",
+  "text/html": "html",
+  "application/xhtml+xml": "html",
+  "application/pdf": "pdf",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+  "message/rfc822": "email",
+};
+
+/** Type from a file name and (lazily read) first bytes; see {@link detectSourceType}. */
+function detectFromHead(name: string, head: () => Buffer): SourceType | undefined {
+  const ext = extname(name).toLowerCase();
   const byExt = DOCUMENT_EXTENSIONS[ext];
   if (byExt === "text") {
-    if (ext === ".txt" && looksLikeEmail(readHead(path).toString("latin1"), true)) return "email";
+    if (ext === ".txt" && looksLikeEmail(head().toString("latin1"), true)) return "email";
     return "text";
   }
   if (byExt) return byExt;
-  if (languageForPath(path)) return "code";
-  if (isSlackExport(path)) return "slack";
-  try {
-    if (!statSync(path).isFile()) return undefined;
-  } catch {
-    return undefined;
-  }
-  if (looksLikeEmail(readHead(path).toString("latin1"), true)) return "email";
+  if (ext === ".json" && looksLikeSlackHistory(head().toString("utf8"))) return "slack";
+  if (languageForPath(name)) return "code";
+  if (TEXT_FILE_NAMES.has(name)) return "text";
+  const bytes = head();
+  if (bytes.length === 0) return undefined;
+  if (looksLikeEmail(bytes.toString("latin1"), true)) return "email";
   return undefined;
+}
+
+/**
+ * True when `head` (the start of a `.json` file) looks like Slack message history:
+ * a Slack API `conversations.history` response (`{"ok": true, … "messages": [`) or
+ * an array of message objects (`[{"type": "message", … "ts": "…"`).
+ */
+export function looksLikeSlackHistory(head: string): boolean {
+  const t = head.trimStart();
+  if (t.startsWith("{")) {
+    return /"messages"\s*:\s*\[/.test(t) && (/"ok"\s*:\s*true/.test(t) || /"ts"\s*:\s*"\d+\.\d+"/.test(t));
+  }
+  if (t.startsWith("[")) {
+    return /^\[\s*\{/.test(t) && /"type"\s*:\s*"message"/.test(t) && /"ts"\s*:\s*"\d+\.\d+"/.test(t);
+  }
+  return false;
+}
+
+/** Bytes read from the end of a .zip to find its central directory's file names. */
+const ZIP_TAIL_BYTES = 4 * 1024 * 1024;
+
+/**
+ * True when the `.zip` at `path` looks like a Slack workspace export: its central
+ * directory (read from the last 4 MiB) names both `channels.json` and
+ * `users.json`. A cheap sniff; the Slack extractor checks properly. Never throws.
+ */
+export function isSlackExportZip(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    const size = statSync(path).size;
+    const n = Math.min(size, ZIP_TAIL_BYTES);
+    fd = openSync(path, "r");
+    const buf = Buffer.alloc(n);
+    readSync(fd, buf, 0, n, size - n);
+    const names = buf.toString("latin1");
+    return names.includes("channels.json") && names.includes("users.json");
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }

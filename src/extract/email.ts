@@ -5,9 +5,9 @@
 import { type AddressObject, type EmailAddress, type ParsedMail, simpleParser } from "mailparser";
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument } from "../types.js";
-import type { Extractor } from "./contract.js";
+import type { ExtractContext, Extractor } from "./contract.js";
 import { htmlToText } from "./html.js";
-import { asExtractionError, compact, nonBlank, readBytes } from "./util.js";
+import { asExtractionError, compact, nonBlank, readSource } from "./util.js";
 
 /** An attachment as listed in `metadata.attachments`. */
 export interface AttachmentInfo {
@@ -108,8 +108,8 @@ function bodyText(mail: ParsedMail): string {
  */
 export const emailExtractor: Extractor = {
   type: "email",
-  async extract(path: string): Promise<ExtractedDocument[]> {
-    const raw = await readBytes(path);
+  async extract(path: string, ctx: ExtractContext): Promise<ExtractedDocument[]> {
+    const raw = await readSource(path, ctx);
     if (raw.toString("latin1").trim() === "") throw new ExtractionError(path, "file is empty");
     let mail: ParsedMail;
     try {

@@ -5,8 +5,8 @@
 import TurndownService from "turndown";
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument } from "../types.js";
-import type { Extractor } from "./contract.js";
-import { asExtractionError, assertNotEmpty, compact, fileTitle, nonBlank, readBytes } from "./util.js";
+import type { ExtractContext, Extractor } from "./contract.js";
+import { asExtractionError, assertNotEmpty, compact, fileTitle, nonBlank, readSource } from "./util.js";
 
 /** Result of {@link htmlToText}. */
 export interface HtmlText {
@@ -318,8 +318,8 @@ function decodeHtml(bytes: Uint8Array): string {
  */
 export const htmlExtractor: Extractor = {
   type: "html",
-  async extract(path: string): Promise<ExtractedDocument[]> {
-    const html = decodeHtml(await readBytes(path));
+  async extract(path: string, ctx: ExtractContext): Promise<ExtractedDocument[]> {
+    const html = decodeHtml(await readSource(path, ctx));
     assertNotEmpty(path, html);
     let converted: HtmlText;
     try {

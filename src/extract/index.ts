@@ -8,8 +8,15 @@ import ignore, { type Ignore } from "ignore";
 import { ExtractionError, KnowledgeLayerError } from "../errors.js";
 import type { ExtractedDocument, SourceType } from "../types.js";
 import { codeExtractor } from "./code.js";
-import type { Extractor } from "./contract.js";
-import { detectSourceType, isSlackExport } from "./detect.js";
+import {
+  type ExtractContext,
+  type ExtractOptions,
+  type Extractor,
+  type ResolvedExtractOptions,
+  resolveExtractOptions,
+} from "./contract.js";
+import { detectSourceType, detectSourceTypeOf, isSlackExport } from "./detect.js";
+import { docxExtractor } from "./docx.js";
 import { emailExtractor } from "./email.js";
 import { htmlExtractor } from "./html.js";
 import { markdownExtractor } from "./markdown.js";
@@ -18,8 +25,27 @@ import { slackExtractor } from "./slack.js";
 import { textExtractor } from "./text.js";
 
 export { codeExtractor } from "./code.js";
-export type { Extractor } from "./contract.js";
-export { detectSourceType, isSlackExport, languageForPath, looksLikeEmail } from "./detect.js";
+export {
+  DEFAULT_EXTRACTION_LIMITS,
+  type EmailExtractOptions,
+  type ExtractContext,
+  type ExtractionLimits,
+  type ExtractOptions,
+  type Extractor,
+  type ResolvedExtractOptions,
+  resolveExtractOptions,
+  type SlackExtractOptions,
+} from "./contract.js";
+export {
+  detectSourceType,
+  detectSourceTypeOf,
+  isSlackExport,
+  isSlackExportZip,
+  languageForPath,
+  looksLikeEmail,
+  looksLikeSlackHistory,
+} from "./detect.js";
+export { docxExtractor } from "./docx.js";
 export { type AttachmentInfo, emailExtractor } from "./email.js";
 export { type HtmlText, htmlExtractor, htmlToText } from "./html.js";
 export { type FrontMatter, markdownExtractor, markdownTitle, parseFrontMatter } from "./markdown.js";
@@ -33,23 +59,86 @@ export const EXTRACTORS: Readonly<Record<SourceType, Extractor>> = {
   text: textExtractor,
   html: htmlExtractor,
   pdf: pdfExtractor,
+  docx: docxExtractor,
   email: emailExtractor,
   slack: slackExtractor,
   code: codeExtractor,
 };
 
+/** Source types whose files are binary containers (not refused by the NUL-byte sniff). */
+const BINARY_FORMATS: ReadonlySet<SourceType> = new Set(["pdf", "docx", "slack"]);
+
+/** How deep attachments nest (an email attached to an email attached to …) before they are only listed. */
+const MAX_NESTING = 3;
+
+/** The context for a source at nesting `depth`: options plus the nested-file extractor. */
+function contextFor(options: ResolvedExtractOptions, depth: number, bytes?: Uint8Array): ExtractContext {
+  const ctx: ExtractContext = { options, bytes };
+  if (depth < MAX_NESTING) {
+    ctx.extractNested = async (name, nestedBytes, contentType) => {
+      const type = detectSourceTypeOf(name, nestedBytes, contentType);
+      if (type === undefined || type === "slack") return undefined;
+      if (!BINARY_FORMATS.has(type) && isBinaryBytes(nestedBytes)) return undefined;
+      return EXTRACTORS[type].extract(name, contextFor(options, depth + 1, nestedBytes));
+    };
+  }
+  return ctx;
+}
+
 /**
- * Extracts the documents of one source: a file, or a Slack export folder.
+ * Extracts the documents of in-memory content (an upload, an attachment) with the
+ * extractor for its type.
+ *
+ * @param name file name or pseudo-path; it becomes the document `uri` and
+ *   `metadata.path` and names the content in errors. Its extension chooses the type.
+ * @param bytes the file content.
+ * @param type source type; detected from `name`, the first bytes and `contentType` when omitted.
+ * @param options limits and per-format options (see {@link ExtractOptions}).
+ * @throws ExtractionError naming `name` when the type is unsupported (a Slack export
+ *   or .zip cannot be extracted from memory), the content is binary, over a limit or
+ *   cannot be parsed.
+ */
+export async function extractBytes(
+  name: string,
+  bytes: Uint8Array,
+  type?: SourceType,
+  options: ExtractOptions = {},
+  contentType?: string,
+): Promise<ExtractedDocument[]> {
+  const resolvedOptions = resolveExtractOptions(options);
+  const resolved = type ?? detectSourceTypeOf(name, bytes, contentType);
+  if (resolved === undefined) {
+    throw new ExtractionError(name, `unsupported file type (${extname(name) || contentType || "no extension"})`);
+  }
+  if (resolved === "slack" && !name.toLowerCase().endsWith(".json")) {
+    throw new ExtractionError(name, "a Slack export folder or .zip must be extracted from disk (extractFile)");
+  }
+  if (!BINARY_FORMATS.has(resolved) && isBinaryBytes(bytes)) {
+    throw new ExtractionError(name, "binary file (a NUL byte in the first 8 KB and no UTF-16 byte order mark)");
+  }
+  return EXTRACTORS[resolved].extract(name, contextFor(resolvedOptions, 0, bytes));
+}
+
+/**
+ * Extracts the documents of one source: a file, a Slack export folder or .zip.
  *
  * @param path file or Slack export folder; made absolute (document `uri`s and
  *   `metadata.path` are absolute).
  * @param type source type; detected with {@link detectSourceType} when omitted.
- * @returns one document for most files, one per channel for a Slack export.
+ * @param options limits (file size, archive size, pages, messages) and per-format
+ *   options (Slack workspace URL, email attachments); see {@link ExtractOptions}.
+ * @returns one document for most files; one per channel for a Slack export, one per
+ *   message for an mbox, plus one per extracted attachment for an email.
  * @throws ExtractionError naming the file when it does not exist, has an
- *   unsupported type, is binary (see `discoverSources`) or not a regular file, or
- *   cannot be parsed (corrupt, encrypted, empty…).
+ *   unsupported type, is binary (see `discoverSources`) or not a regular file, is
+ *   over a limit, or cannot be parsed (corrupt, encrypted, empty…).
  */
-export async function extractFile(path: string, type?: SourceType): Promise<ExtractedDocument[]> {
+export async function extractFile(
+  path: string,
+  type?: SourceType,
+  options: ExtractOptions = {},
+): Promise<ExtractedDocument[]> {
+  const resolvedOptions = resolveExtractOptions(options);
   const abs = resolve(path);
   let info: Awaited<ReturnType<typeof stat>>;
   try {
@@ -70,13 +159,21 @@ export async function extractFile(path: string, type?: SourceType): Promise<Extr
   if (!info.isDirectory() && !info.isFile()) {
     throw new ExtractionError(abs, "not a regular file (a pipe, socket or device)");
   }
-  if (resolved !== "pdf" && info.isFile() && (await isBinaryFile(abs))) {
+  if (!BINARY_FORMATS.has(resolved) && info.isFile() && (await isBinaryFile(abs))) {
     throw new ExtractionError(
       abs,
       "binary file (a NUL byte in the first 8 KB and no UTF-16 byte order mark)",
     );
   }
-  return EXTRACTORS[resolved].extract(abs);
+  return EXTRACTORS[resolved].extract(abs, contextFor(resolvedOptions, 0));
+}
+
+/** {@link isBinaryFile} for content in memory. */
+function isBinaryBytes(bytes: Uint8Array): boolean {
+  const head = bytes.subarray(0, BINARY_SNIFF_BYTES);
+  const utf16 =
+    head.length >= 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff));
+  return !utf16 && head.includes(0);
 }
 
 /** A source found by {@link discoverSources}. */
@@ -117,10 +214,7 @@ async function isBinaryFile(path: string): Promise<boolean> {
     handle = await open(path, "r");
     const buf = Buffer.alloc(BINARY_SNIFF_BYTES);
     const { bytesRead } = await handle.read(buf, 0, BINARY_SNIFF_BYTES, 0);
-    const head = buf.subarray(0, bytesRead);
-    const utf16 =
-      bytesRead >= 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff));
-    return !utf16 && head.includes(0);
+    return isBinaryBytes(buf.subarray(0, bytesRead));
   } catch {
     return false;
   } finally {
@@ -164,7 +258,7 @@ async function classifyFile(path: string, out: Discovery): Promise<void> {
     out.skipped.push({ path, reason: `unsupported file type (${ext || "no extension"})` });
     return;
   }
-  if (type !== "pdf" && (await isBinaryFile(path))) {
+  if (!BINARY_FORMATS.has(type) && (await isBinaryFile(path))) {
     out.skipped.push({ path, reason: "binary file" });
     return;
   }

@@ -3,8 +3,8 @@
  * with the title and YAML front matter lifted into metadata.
  */
 import type { ExtractedDocument } from "../types.js";
-import type { Extractor } from "./contract.js";
-import { assertNotEmpty, compact, decodeText, fileTitle, nonBlank, readBytes } from "./util.js";
+import type { ExtractContext, Extractor } from "./contract.js";
+import { assertNotEmpty, compact, decodeText, fileTitle, nonBlank, readSource } from "./util.js";
 
 /** Front matter found at the top of a Markdown file. */
 export interface FrontMatter {
@@ -109,8 +109,8 @@ export function markdownTitle(text: string): string | undefined {
  */
 export const markdownExtractor: Extractor = {
   type: "markdown",
-  async extract(path: string): Promise<ExtractedDocument[]> {
-    const text = decodeText(await readBytes(path));
+  async extract(path: string, ctx: ExtractContext): Promise<ExtractedDocument[]> {
+    const text = decodeText(await readSource(path, ctx));
     assertNotEmpty(path, text);
     const fm = parseFrontMatter(text);
     const frontMatter = fm && Object.keys(fm.fields).length > 0 ? fm.fields : undefined;

@@ -5,8 +5,8 @@
 import { getDocumentProxy, getMeta } from "unpdf";
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument, Segment } from "../types.js";
-import type { Extractor } from "./contract.js";
-import { compact, fileTitle, nonBlank, readBytes } from "./util.js";
+import type { ExtractContext, Extractor } from "./contract.js";
+import { compact, fileTitle, nonBlank, readSource } from "./util.js";
 
 type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
 
@@ -377,8 +377,8 @@ async function readInfo(pdf: PdfDocument): Promise<{ title?: string; author?: st
  */
 export const pdfExtractor: Extractor = {
   type: "pdf",
-  async extract(path: string): Promise<ExtractedDocument[]> {
-    const bytes = await readBytes(path);
+  async extract(path: string, ctx: ExtractContext): Promise<ExtractedDocument[]> {
+    const bytes = await readSource(path, ctx);
     if (bytes.length === 0 || bytes.toString("latin1").trim() === "") {
       throw new ExtractionError(path, "file is empty");
     }

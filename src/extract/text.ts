@@ -2,8 +2,8 @@
  * Plain-text extractor (`.txt`, `.rst`, `.log`…): the file content, unchanged.
  */
 import type { ExtractedDocument } from "../types.js";
-import type { Extractor } from "./contract.js";
-import { assertNotEmpty, decodeText, fileTitle, readBytes } from "./util.js";
+import type { ExtractContext, Extractor } from "./contract.js";
+import { assertNotEmpty, decodeText, fileTitle, readSource } from "./util.js";
 
 /**
  * Extracts a plain-text file. `text` is the file content decoded as UTF-8 (invalid
@@ -13,8 +13,8 @@ import { assertNotEmpty, decodeText, fileTitle, readBytes } from "./util.js";
  */
 export const textExtractor: Extractor = {
   type: "text",
-  async extract(path: string): Promise<ExtractedDocument[]> {
-    const text = decodeText(await readBytes(path));
+  async extract(path: string, ctx: ExtractContext): Promise<ExtractedDocument[]> {
+    const text = decodeText(await readSource(path, ctx));
     assertNotEmpty(path, text);
     return [{ uri: path, text, metadata: { path, type: "text", title: fileTitle(path) } }];
   },

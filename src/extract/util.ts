@@ -2,9 +2,10 @@
  * Small helpers shared by the extractors: reading files, decoding bytes to text,
  * building metadata without `undefined` values.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { ExtractionError } from "../errors.js";
+import type { ExtractContext } from "./contract.js";
 
 /**
  * Reads a whole file into memory.
@@ -25,6 +26,44 @@ export async function readBytes(path: string): Promise<Buffer> {
             : `cannot read file: ${(err as Error).message}`;
     throw new ExtractionError(path, reason, { cause: err });
   }
+}
+
+/** Formats a byte count for messages: `512 B`, `1.5 KiB`, `100.0 MiB`. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+/**
+ * The error for a size over a limit: `file too large: 120.0 MiB (limit maxFileBytes = 100.0 MiB)`.
+ */
+export function tooLarge(path: string, what: string, size: number, limitName: string, limit: number): ExtractionError {
+  return new ExtractionError(
+    path,
+    `${what} too large: ${formatBytes(size)} (limit ${limitName} = ${formatBytes(limit)})`,
+  );
+}
+
+/**
+ * The content of a source: `ctx.bytes` when the caller has it in memory (an
+ * attachment, an archive entry), otherwise the file at `path`, read only when its
+ * size is within `limits.maxFileBytes`.
+ * @throws ExtractionError naming the file when it cannot be read or is over the limit.
+ */
+export async function readSource(path: string, ctx: ExtractContext): Promise<Buffer> {
+  const limit = ctx.options.limits.maxFileBytes;
+  if (ctx.bytes) {
+    if (ctx.bytes.byteLength > limit) throw tooLarge(path, "file", ctx.bytes.byteLength, "maxFileBytes", limit);
+    return Buffer.from(ctx.bytes.buffer, ctx.bytes.byteOffset, ctx.bytes.byteLength);
+  }
+  const size = await stat(path).then(
+    (info) => info.size,
+    () => 0,
+  );
+  if (size > limit) throw tooLarge(path, "file", size, "maxFileBytes", limit);
+  return readBytes(path);
 }
 
 /**

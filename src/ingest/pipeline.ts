@@ -15,7 +15,7 @@ import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
-export const PIPELINE_VERSION = 2;
+export const PIPELINE_VERSION = 3;
 
 /** A per-file problem reported by ingest. */
 export interface IngestIssue {
@@ -48,8 +48,9 @@ export interface IngestSummary {
   /** Files that failed (parse errors, empty files) with the reason; the run went on. */
   errors: IngestIssue[];
   /**
-   * Sources ingested with a degraded result, with the reason: e.g. EMBEDDING_SEMANTIC
-   * chunking fell back to fixed windows because the embedder failed.
+   * Documents ingested with a degraded result, with the reason: extraction warnings
+   * (a PDF page without a text layer, an attachment that could not be read) and
+   * EMBEDDING_SEMANTIC chunking that fell back to fixed windows because the embedder failed.
    */
   warnings: IngestIssue[];
   /**
@@ -109,6 +110,7 @@ interface PreparedUnit {
 export function pipelineHash(config: KnowledgeBaseConfig): string {
   const parts = {
     v: PIPELINE_VERSION,
+    extraction: config.extraction ?? {},
     chunking: config.chunking,
     embedding: config.embedding,
     analyzer: config.retrieval.analyzer,
@@ -174,7 +176,7 @@ export async function ingestPaths(ctx: IngestContext, paths: string[], embed = t
         path: source.path,
         type: source.type,
         contentHash,
-        load: () => extractFile(source.path, source.type),
+        load: () => extractFile(source.path, source.type, ctx.config.extraction),
       });
     } catch (error) {
       errors.push({ path: source.path, reason: `cannot read: ${(error as Error).message}` });
@@ -337,6 +339,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
         const docs = await unit.load();
         const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [] };
         for (const doc of docs) {
+          for (const warning of doc.warnings ?? []) summary.warnings.push({ path: doc.uri, reason: warning });
           const chunks = await chunker.chunk(doc);
           prepared.docs.push({ doc, chunks });
           pendingChunks += chunks.length;
