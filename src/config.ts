@@ -1,6 +1,6 @@
 import { validateChunkingConfig } from "./chunk/spans.js";
-import { DEFAULT_EXTRACTION_LIMITS, type ExtractOptions, resolveExtractOptions } from "./extract/contract.js";
 import { ConfigError } from "./errors.js";
+import { DEFAULT_EXTRACTION_LIMITS, type ExtractOptions, resolveExtractOptions } from "./extract/contract.js";
 import { ANALYZERS, type Analyzer } from "./retrieve/tokenizer.js";
 
 /** Chunking strategies. `auto` picks one per source type (see `chunk/index.ts`). */
@@ -260,7 +260,10 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
     }
     const url = config.extraction.slack?.workspaceUrl;
     if (url !== undefined && !/^https?:\/\/[^\s/]+/.test(url)) {
-      fail("extraction.slack.workspaceUrl", `must be an http(s) URL such as https://acme.slack.com (got "${url}")`);
+      fail(
+        "extraction.slack.workspaceUrl",
+        `must be an http(s) URL such as https://acme.slack.com (got "${url}")`,
+      );
     }
   }
   const c = config.chunking;

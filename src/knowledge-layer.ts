@@ -9,6 +9,7 @@ import {
 import { CachedEmbedder } from "./embed/cache.js";
 import { createEmbedder } from "./embed/index.js";
 import { ConfigError, KnowledgeLayerError } from "./errors.js";
+import type { ExtractOptions } from "./extract/contract.js";
 import {
   type IngestContext,
   type IngestProgress,
@@ -147,6 +148,8 @@ export class KnowledgeLayer {
       vectorStore: { ...base.vectorStore, ...defined(overrides.vectorStore) },
       retrieval: { ...base.retrieval, ...defined(overrides.retrieval) },
     };
+    const extraction = compactExtraction(overrides.extraction);
+    if (extraction) config.extraction = extraction;
     if (overrides.chunking?.chunkSize !== undefined && overrides.chunking.minChunkSize === undefined) {
       config.chunking.minChunkSize = Math.min(
         config.chunking.minChunkSize,
@@ -405,6 +408,19 @@ export function collectionName(kb: string): string {
 /** Copies an object without its `undefined` fields, so they do not override defaults. */
 function defined<T extends object>(o: T | undefined): Partial<T> {
   return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Extraction overrides without undefined fields or empty sections; undefined when nothing is set. */
+function compactExtraction(o: DeepPartial<ExtractOptions> | undefined): ExtractOptions | undefined {
+  if (!o) return undefined;
+  const out: ExtractOptions = {};
+  const limits = defined(o.limits);
+  const slack = defined(o.slack);
+  const email = defined(o.email);
+  if (Object.keys(limits).length > 0) out.limits = limits as ExtractOptions["limits"];
+  if (Object.keys(slack).length > 0) out.slack = slack as ExtractOptions["slack"];
+  if (Object.keys(email).length > 0) out.email = email as ExtractOptions["email"];
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /** Recursive partial, for configuration overrides. */

@@ -22,7 +22,7 @@ import {
 } from "../types.js";
 import type { Chunker } from "./contract.js";
 import { CHAR_MEASURE, createMeasure, type SizeMeasure, spanSize } from "./measure.js";
-import { enforceSize } from "./split.js";
+import { enforceSize, lineTable } from "./split.js";
 
 /** A half-open range `[start, end)` of offsets into a document's text. */
 export interface Span {
@@ -318,6 +318,35 @@ export function fitPrefix(
   return fits(best) ? best : undefined;
 }
 
+/** Source types whose extracted text is the file itself, so line numbers point into the file. */
+const LINE_NUMBERED = new Set(["code", "markdown", "text"]);
+
+/**
+ * Sets `lineStart`/`lineEnd` (1-based, inclusive; `\n`, `\r\n` or `\r` breaks) on
+ * each chunk of a code, Markdown or plain-text document, whose extracted text is
+ * the file content, so a citation can name the lines. Other types are untouched.
+ */
+export function annotateLines(doc: ExtractedDocument, chunks: Chunk[]): Chunk[] {
+  if (!LINE_NUMBERED.has(doc.metadata.type) || chunks.length === 0) return chunks;
+  const lines = lineTable(doc.text);
+  // Index of the last line starting at or before `offset` (binary search over line starts).
+  const lineAt = (offset: number): number => {
+    let lo = 0;
+    let hi = lines.count - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((lines.starts[mid] as number) <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  for (const c of chunks) {
+    c.metadata.lineStart = lineAt(c.start) + 1;
+    c.metadata.lineEnd = lineAt(Math.max(c.start, c.end - 1)) + 1;
+  }
+  return chunks;
+}
+
 /**
  * Sets `pageStart`/`pageEnd` on each chunk from the document segments that carry
  * a numeric `page` and overlap the chunk's span (a chunk lying in a gap between
@@ -375,7 +404,12 @@ export function defineChunker(
 ): Chunker {
   const limits = validateChunkingConfig(config);
   const finish = (doc: ExtractedDocument, chunks: Chunk[]): Chunk[] =>
-    finalizeChunks(annotatePages(doc, mergeTinyChunks(doc, enforceSize(doc.text, chunks, limits), limits)));
+    finalizeChunks(
+      annotateLines(
+        doc,
+        annotatePages(doc, mergeTinyChunks(doc, enforceSize(doc.text, chunks, limits), limits)),
+      ),
+    );
   return {
     name,
     limits,

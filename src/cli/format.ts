@@ -2,6 +2,8 @@ import cliProgress from "cli-progress";
 import type { SizeMeasure } from "../chunk/measure.js";
 import { validateChunkingConfig } from "../chunk/spans.js";
 import type { ChunkingConfig } from "../config.js";
+import { type ExtractOptions, resolveExtractOptions } from "../extract/contract.js";
+import { formatBytes } from "../extract/util.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 import { formatCitation } from "../retrieve/attribution.js";
@@ -107,6 +109,7 @@ export function formatSearchResults(r: SearchResponse): string {
     });
     out.push(`${x.rank}. [${x.score.toFixed(4)}] ${citation}${r.kbs.length > 1 ? `  (kb ${x.kb})` : ""}`);
     out.push(`   ${x.source.title ? `${x.source.title} · ` : ""}${x.source.type} · ${parts.join(", ")}`);
+    if (x.source.link) out.push(`   ${x.source.link}`);
     const snippet = x.text.replace(/\s+/g, " ").trim();
     out.push(`   ${snippet.length > 300 ? `${snippet.slice(0, 300)}…` : snippet}`);
     out.push("");
@@ -122,7 +125,15 @@ export function formatKb(kb: KbRecord, counts: KbCounts): string {
     `name:       ${kb.name}`,
     `created:    ${kb.createdAt}`,
     `documents:  ${counts.documents} (${counts.embeddedDocuments} with vectors), chunks: ${counts.chunks}`,
+    ...(counts.documents > 0
+      ? [
+          `by type:    ${Object.entries(counts.documentsByType)
+            .map(([type, n]) => `${type} ${n}`)
+            .join(", ")}`,
+        ]
+      : []),
     `chunking:   ${c.chunking.strategy}, size ${c.chunking.chunkSize}, overlap ${c.chunking.chunkOverlap}, min ${c.chunking.minChunkSize} (${c.chunking.unit === "tokens" ? `${c.chunking.tokenizer ?? "o200k_base"} tokens` : "characters"})`,
+    extractionLine(c.extraction),
     ...strategyOptions(c.chunking),
     `embedding:  ${c.embedding.provider}:${c.embedding.model}, batch ${c.embedding.batchSize}`,
     `store:      ${c.vectorStore.type}`,
@@ -131,6 +142,20 @@ export function formatKb(kb: KbRecord, counts: KbCounts): string {
 }
 
 /** Lines for the strategy options that apply to a KB's strategy (with defaults filled in). */
+/** The `extraction:` line of {@link formatKb}: limits and per-format options with defaults filled in. */
+function extractionLine(extraction: ExtractOptions | undefined): string {
+  const o = resolveExtractOptions(extraction);
+  const parts = [
+    `max file ${formatBytes(o.limits.maxFileBytes)}`,
+    `archives ${formatBytes(o.limits.maxUnpackedBytes)}`,
+    `max pages ${o.limits.maxPages}`,
+    o.email.attachments ? "email attachments extracted" : "email attachments listed only",
+    o.slack.keepSystemMessages ? "Slack system messages kept" : "Slack system messages dropped",
+  ];
+  if (o.slack.workspaceUrl) parts.push(`Slack workspace ${o.slack.workspaceUrl}`);
+  return `extraction: ${parts.join(", ")}`;
+}
+
 function strategyOptions(chunking: ChunkingConfig): string[] {
   const limits = validateChunkingConfig(chunking);
   const s = chunking.strategy;
@@ -190,8 +215,8 @@ export function formatChunks(docs: ChunkedDocument[], measure: SizeMeasure): str
 
 /**
  * Human-readable extraction output for `kl extract`: per document its URI,
- * metadata (one `key: value` line each, arrays joined), segment count and the
- * extracted text.
+ * metadata (one `key: value` line each, arrays joined), segment count, warnings
+ * and the extracted text.
  */
 export function formatExtracted(docs: ExtractedDocument[]): string {
   const lines: string[] = [];
@@ -208,6 +233,7 @@ export function formatExtracted(docs: ExtractedDocument[]): string {
           : JSON.stringify(value);
       lines.push(`${key}: ${shown}`);
     }
+    for (const warning of doc.warnings ?? []) lines.push(`warning: ${warning}`);
     lines.push("", doc.text, "");
   }
   return lines.join("\n");

@@ -18,7 +18,7 @@ import {
 import { createEmbedder } from "../embed/index.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { evaluateBeir } from "../eval/beir.js";
-import { extractFile } from "../extract/index.js";
+import { type ExtractOptions, extractFile } from "../extract/index.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
 import {
@@ -145,9 +145,64 @@ const program = new Command()
   .option("--data-dir <dir>", "data directory (default: $KL_HOME or ./.kl)")
   .showHelpAfterError();
 
+const megabytes = (value: string): number => {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n <= 0)
+    throw new InvalidArgumentError("--max-file-mb must be a positive number of MiB");
+  return Math.round(n * 1024 * 1024);
+};
+
+/** Adds the extraction options shared by `kb create`, `extract` and `chunk`. */
+function withExtractionOptions(command: Command): Command {
+  return command
+    .option("--max-file-mb <n>", "largest file to read, in MiB (default 100)", megabytes)
+    .option("--max-pages <n>", "refuse PDFs with more pages (default 2000)", int("--max-pages", 1))
+    .option(
+      "--slack-workspace-url <url>",
+      "Slack workspace URL (https://acme.slack.com): message permalinks in metadata and citations",
+    )
+    .option("--keep-system-messages", "Slack: keep join/leave/topic messages (dropped by default)")
+    .option("--no-attachments", "email: list attachments but do not extract them as documents");
+}
+
+/** The extraction options given on the command line, or undefined when none. */
+function extractionOptions(o: {
+  maxFileMb?: number;
+  maxPages?: number;
+  slackWorkspaceUrl?: string;
+  keepSystemMessages?: boolean;
+  attachments?: boolean;
+}): ExtractOptions | undefined {
+  const out: ExtractOptions = {};
+  if (o.maxFileMb !== undefined || o.maxPages !== undefined) {
+    out.limits = {};
+    if (o.maxFileMb !== undefined) out.limits.maxFileBytes = o.maxFileMb;
+    if (o.maxPages !== undefined) out.limits.maxPages = o.maxPages;
+  }
+  if (o.slackWorkspaceUrl !== undefined || o.keepSystemMessages) {
+    out.slack = {};
+    if (o.slackWorkspaceUrl !== undefined) out.slack.workspaceUrl = o.slackWorkspaceUrl.replace(/\/+$/, "");
+    if (o.keepSystemMessages) out.slack.keepSystemMessages = true;
+  }
+  if (o.attachments === false) out.email = { attachments: false };
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** `base` with `extra` laid over it, section by section. */
+function mergeExtraction(
+  base: ExtractOptions | undefined,
+  extra: ExtractOptions | undefined,
+): ExtractOptions {
+  return {
+    limits: { ...base?.limits, ...extra?.limits },
+    slack: { ...base?.slack, ...extra?.slack },
+    email: { ...base?.email, ...extra?.email },
+  };
+}
+
 const kb = program.command("kb").description("manage knowledge bases");
 
-withChunkingOptions(kb.command("create"))
+withExtractionOptions(withChunkingOptions(kb.command("create")))
   .argument("<name>", "knowledge base name")
   .description("create a knowledge base with its own chunking, embedding and retrieval settings")
   .addOption(new Option("--strategy <strategy>", "chunking strategy").choices([...CHUNKING_STRATEGIES]))
@@ -177,6 +232,7 @@ withChunkingOptions(kb.command("create"))
   .action(async (name: string, o, command: Command) => {
     await withKl(command, (kl) => {
       const record = kl.createKb(name, {
+        extraction: extractionOptions(o),
         chunking: {
           strategy: o.strategy as ChunkingStrategy | undefined,
           chunkSize: o.chunkSize,
@@ -305,13 +361,14 @@ program
     });
   });
 
-program
-  .command("extract")
-  .argument("<file>", "a file (or Slack export folder) to extract")
+withExtractionOptions(program.command("extract"))
+  .argument("<file>", "a file (or Slack export folder or .zip) to extract")
   .description("print the text and metadata extracted from a file (nothing is stored)")
-  .option("--json", "print JSON: documents with uri, metadata, text and segments")
-  .action(async (file: string, o) => {
-    const docs = await extractFile(resolve(file));
+  .option("--kb <name>", "use this knowledge base's extraction settings")
+  .option("--json", "print JSON: documents with uri, metadata, text, segments and warnings")
+  .action(async (file: string, o, command: Command) => {
+    const base = o.kb ? await withKl(command, (kl) => kl.getKb(o.kb).config.extraction) : undefined;
+    const docs = await extractFile(resolve(file), undefined, mergeExtraction(base, extractionOptions(o)));
     if (o.json) {
       console.log(JSON.stringify({ file: resolve(file), documents: docs }, null, 2));
       return;
@@ -319,7 +376,7 @@ program
     console.log(formatExtracted(docs));
   });
 
-withChunkingOptions(program.command("chunk"))
+withExtractionOptions(withChunkingOptions(program.command("chunk")))
   .argument("<file>", "a file (or Slack export folder) to extract and chunk")
   .description("print the chunks a file would be split into (nothing is stored)")
   .addOption(
@@ -356,7 +413,11 @@ withChunkingOptions(program.command("chunk"))
     validateChunkingConfig(chunking);
     const embedder = chunking.strategy === "embedding_semantic" ? createEmbedder(base.embedding) : undefined;
     const chunker = createChunker(chunking, undefined, { embedder, batchSize: base.embedding.batchSize });
-    const docs = await extractFile(resolve(file));
+    const docs = await extractFile(
+      resolve(file),
+      undefined,
+      mergeExtraction(base.extraction, extractionOptions(o)),
+    );
     const out: ChunkedDocument[] = [];
     for (const doc of docs) out.push({ doc, chunks: await chunker.chunk(doc) });
     if (o.json) {

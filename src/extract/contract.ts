@@ -76,7 +76,11 @@ export interface ExtractContext {
    * @returns `undefined` when the type is not supported (the caller just lists it).
    * @throws ExtractionError when the child is supported but cannot be parsed.
    */
-  extractNested?: (name: string, bytes: Uint8Array, contentType?: string) => Promise<ExtractedDocument[] | undefined>;
+  extractNested?: (
+    name: string,
+    bytes: Uint8Array,
+    contentType?: string,
+  ) => Promise<ExtractedDocument[] | undefined>;
 }
 
 /**

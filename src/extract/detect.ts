@@ -253,7 +253,11 @@ export function detectSourceType(path: string): SourceType | undefined {
  * type. Rules as in {@link detectSourceType}; a `.zip` is not supported here.
  * @returns the type, or `undefined` when unsupported. Never throws.
  */
-export function detectSourceTypeOf(name: string, bytes: Uint8Array, contentType?: string): SourceType | undefined {
+export function detectSourceTypeOf(
+  name: string,
+  bytes: Uint8Array,
+  contentType?: string,
+): SourceType | undefined {
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, SNIFF_BYTES));
   if (extname(name).toLowerCase() === ".zip") return undefined;
   const byName = detectFromHead(name, () => head);

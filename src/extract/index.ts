@@ -108,13 +108,22 @@ export async function extractBytes(
   const resolvedOptions = resolveExtractOptions(options);
   const resolved = type ?? detectSourceTypeOf(name, bytes, contentType);
   if (resolved === undefined) {
-    throw new ExtractionError(name, `unsupported file type (${extname(name) || contentType || "no extension"})`);
+    throw new ExtractionError(
+      name,
+      `unsupported file type (${extname(name) || contentType || "no extension"})`,
+    );
   }
   if (resolved === "slack" && !name.toLowerCase().endsWith(".json")) {
-    throw new ExtractionError(name, "a Slack export folder or .zip must be extracted from disk (extractFile)");
+    throw new ExtractionError(
+      name,
+      "a Slack export folder or .zip must be extracted from disk (extractFile)",
+    );
   }
   if (!BINARY_FORMATS.has(resolved) && isBinaryBytes(bytes)) {
-    throw new ExtractionError(name, "binary file (a NUL byte in the first 8 KB and no UTF-16 byte order mark)");
+    throw new ExtractionError(
+      name,
+      "binary file (a NUL byte in the first 8 KB and no UTF-16 byte order mark)",
+    );
   }
   return EXTRACTORS[resolved].extract(name, contextFor(resolvedOptions, 0, bytes));
 }

@@ -39,7 +39,13 @@ export function formatBytes(n: number): string {
 /**
  * The error for a size over a limit: `file too large: 120.0 MiB (limit maxFileBytes = 100.0 MiB)`.
  */
-export function tooLarge(path: string, what: string, size: number, limitName: string, limit: number): ExtractionError {
+export function tooLarge(
+  path: string,
+  what: string,
+  size: number,
+  limitName: string,
+  limit: number,
+): ExtractionError {
   return new ExtractionError(
     path,
     `${what} too large: ${formatBytes(size)} (limit ${limitName} = ${formatBytes(limit)})`,
@@ -55,7 +61,8 @@ export function tooLarge(path: string, what: string, size: number, limitName: st
 export async function readSource(path: string, ctx: ExtractContext): Promise<Buffer> {
   const limit = ctx.options.limits.maxFileBytes;
   if (ctx.bytes) {
-    if (ctx.bytes.byteLength > limit) throw tooLarge(path, "file", ctx.bytes.byteLength, "maxFileBytes", limit);
+    if (ctx.bytes.byteLength > limit)
+      throw tooLarge(path, "file", ctx.bytes.byteLength, "maxFileBytes", limit);
     return Buffer.from(ctx.bytes.buffer, ctx.bytes.byteOffset, ctx.bytes.byteLength);
   }
   const size = await stat(path).then(

@@ -10,9 +10,19 @@ export interface Attribution {
   uri: string;
   /** Source file or folder (absolute). */
   path: string;
-  /** Source type: markdown, text, html, pdf, email, slack, code. */
+  /** Source type: markdown, text, html, pdf, docx, email, slack, code. */
   type: string;
   title?: string;
+  /** PDF/DOCX/Markdown front matter: author. */
+  author?: string;
+  /** A link to the source when known: HTML canonical URL, Slack message permalink (needs the workspace URL). */
+  link?: string;
+  /** Code, Markdown, plain text: first and last line (1-based, inclusive) of the chunk in the file. */
+  lineStart?: number;
+  lineEnd?: number;
+  /** Email attachment (or an mbox message): URI of the containing email and the attachment's file name. */
+  parentUri?: string;
+  attachmentName?: string;
   /** PDF: first and last page (1-based) the chunk spans. */
   page?: number;
   pageEnd?: number;
@@ -22,6 +32,8 @@ export interface Attribution {
   from?: string;
   subject?: string;
   date?: string;
+  /** Email: thread id (first References entry, else In-Reply-To, else Message-ID). */
+  threadId?: string;
   /** Slack: channel, participants (first is the first speaker), time range (Slack ts). */
   channel?: string;
   user?: string;
@@ -45,12 +57,19 @@ export function attribute(chunk: StoredChunk): Attribution {
     if (value !== undefined) out[key] = value;
   };
   set("title", chunk.document.title ?? undefined);
+  set("author", str(d.author));
+  set("link", str(m.link) ?? str(d.canonicalUrl) ?? str(d.url));
+  set("lineStart", num(m.lineStart));
+  set("lineEnd", num(m.lineEnd));
+  set("parentUri", str(d.parentUri));
+  set("attachmentName", str(d.attachmentName));
   set("page", num(m.pageStart) ?? num(m.page));
   set("pageEnd", num(m.pageEnd));
   if (Array.isArray(m.headingPath) && m.headingPath.length > 0) out.headingPath = m.headingPath.map(String);
   set("from", str(d.from));
   set("subject", str(d.subject));
   set("date", str(d.date));
+  set("threadId", str(d.threadId));
   set("channel", str(m.channel) ?? str(d.channel));
   if (Array.isArray(m.participants) && m.participants.length > 0) {
     out.participants = m.participants.map(String);
@@ -78,7 +97,13 @@ export function formatCitation(
 ): string {
   const rel = cwd === null ? "" : relative(cwd, a.path);
   const shown = rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : a.path;
-  let head = shown;
+  let head = a.attachmentName !== undefined ? `${shown} › attachment ${a.attachmentName}` : shown;
+  if (a.lineStart !== undefined && a.type === "code") {
+    head +=
+      a.lineEnd !== undefined && a.lineEnd !== a.lineStart
+        ? `:${a.lineStart}-${a.lineEnd}`
+        : `:${a.lineStart}`;
+  }
   if (a.type === "pdf" && a.page !== undefined) {
     head += a.pageEnd !== undefined && a.pageEnd !== a.page ? ` p. ${a.page}–${a.pageEnd}` : ` p. ${a.page}`;
   } else if (a.type === "email") {

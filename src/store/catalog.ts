@@ -45,6 +45,8 @@ export interface KbCounts {
   documents: number;
   chunks: number;
   embeddedDocuments: number;
+  /** Documents per source type (`{ markdown: 462, pdf: 53, … }`), types with none left out. */
+  documentsByType: Record<string, number>;
 }
 
 /**
@@ -105,7 +107,12 @@ export class Catalog {
       .prepare("SELECT count(*) AS n, coalesce(sum(embedded), 0) AS e FROM documents WHERE kb = ?")
       .get(kb) as { n: number; e: number };
     const c = this.db.prepare("SELECT count(*) AS n FROM chunks WHERE kb = ?").get(kb) as { n: number };
-    return { documents: d.n, chunks: c.n, embeddedDocuments: d.e };
+    const byType: Record<string, number> = {};
+    const rows = this.db
+      .prepare("SELECT type, count(*) AS n FROM documents WHERE kb = ? GROUP BY type ORDER BY type")
+      .all(kb) as { type: string; n: number }[];
+    for (const row of rows) byType[row.type] = row.n;
+    return { documents: d.n, chunks: c.n, embeddedDocuments: d.e, documentsByType: byType };
   }
 
   /** Number of documents of a KB stored without vectors (ingested with embedding off). */
@@ -316,6 +323,7 @@ function withDefaults(stored: KnowledgeBaseConfig): KnowledgeBaseConfig {
     embedding: { ...base.embedding, ...stored.embedding },
     vectorStore: { ...base.vectorStore, ...stored.vectorStore },
     retrieval: { ...base.retrieval, ...stored.retrieval },
+    ...(stored.extraction ? { extraction: stored.extraction } : {}),
   };
 }
 

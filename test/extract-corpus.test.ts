@@ -1,0 +1,89 @@
+/**
+ * Every file under ../shared/data/docs goes through the real ingest path
+ * (discover → extract → chunk → store, no embedding): no crash, every failure a
+ * named per-file error with a known reason, and the documents per type that the
+ * corpus must yield. `npm run bench:extract` prints the same run's figures.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IngestSummary } from "../src/ingest/pipeline.js";
+import { KnowledgeLayer } from "../src/knowledge-layer.js";
+import type { KbCounts } from "../src/store/catalog.js";
+
+const DOCS = resolve(import.meta.dirname, "..", "..", "shared", "data", "docs");
+
+/** The reasons a file of this corpus may fail with, each a sentence a user can act on. */
+const KNOWN_FAILURES: RegExp[] = [
+  /^no text layer \(image-only PDF\?\)$/,
+  /^no text content$/,
+  /^file is empty$/,
+  /^not a valid PDF: /,
+  /^password-protected$/,
+  /^no messages$/,
+];
+
+let dataDir: string;
+let kl: KnowledgeLayer;
+let summary: IngestSummary;
+let counts: KbCounts;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "kl-corpus-"));
+  kl = KnowledgeLayer.open({ dataDir });
+  summary = await kl.ingest([DOCS], { embed: false });
+  counts = kl.counts("default");
+}, 600_000);
+
+afterAll(() => {
+  kl?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("ingesting every file under ../shared/data/docs", () => {
+  it("accounts for every source: stored or failed with a named reason, never lost", () => {
+    expect(summary.files).toBeGreaterThan(2000);
+    expect(summary.added + summary.errors.length).toBe(summary.files);
+    for (const e of summary.errors) {
+      expect(e.path.startsWith(DOCS)).toBe(true);
+      const known = KNOWN_FAILURES.some((re) => re.test(e.reason));
+      if (!known) throw new Error(`unexpected failure reason for ${relative(DOCS, e.path)}: ${e.reason}`);
+    }
+    // Failures stay a small minority: image-only logos, invalid/encrypted PDFs, empty files.
+    expect(summary.errors.length).toBeLessThan(40);
+  });
+
+  it("fails exactly the files that cannot give text, each with its reason", () => {
+    const reasonOf = (rel: string): string | undefined =>
+      summary.errors.find((e) => e.path === join(DOCS, rel))?.reason;
+    expect(reasonOf("pdf/pdfplumber_test_pdfs/password-example.pdf")).toBe("password-protected");
+    expect(reasonOf("pdf/pdf-parse_npm_test_data/03-invalid.pdf")).toMatch(/^not a valid PDF: /);
+    expect(reasonOf("pdf/pdfplumber_test_pdfs/empty.pdf")).toBe("file is empty");
+    expect(reasonOf("code/colinhacks+zod/logo/Logo.pdf")).toBe("no text layer (image-only PDF?)");
+    expect(reasonOf("slack/archlinuxjp_slacklog_json/20191201_general.json")).toBe("no messages");
+    // Mail with headers but no body is still searchable by its headers.
+    expect(reasonOf("email/ruby_mail_gem_fixtures/emails/error_emails/missing_body.eml")).toBeUndefined();
+  });
+
+  it("stores the documents each format must yield", () => {
+    const t = counts.documentsByType;
+    expect(t.markdown).toBe(462); // Rust book + FastAPI en/zh
+    expect(t.pdf).toBeGreaterThanOrEqual(38);
+    expect(t.email).toBeGreaterThanOrEqual(557); // 450 SpamAssassin + gem/nodemailer fixtures (+ attachments as emails)
+    expect(t.html).toBeGreaterThanOrEqual(20);
+    expect(t.code).toBeGreaterThanOrEqual(890);
+    expect(t.text).toBeGreaterThanOrEqual(40);
+    // Slack: the export folder and its .zip (2 channels each) plus the 4 API dumps with messages.
+    expect(t.slack).toBeGreaterThanOrEqual(2 + 2 + 4);
+    expect(counts.chunks).toBeGreaterThan(10_000);
+  });
+
+  it("skips only files of unsupported types (images, keys, archives that are not Slack exports)", () => {
+    for (const s of summary.skipped) {
+      expect(s.reason, relative(DOCS, s.path)).toMatch(/^(unsupported file type|binary file)/);
+    }
+    const skippedJson = summary.skipped.filter((s) => s.path.endsWith(".json"));
+    expect(skippedJson).toEqual([]);
+  });
+});
