@@ -8,12 +8,107 @@ import type { ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
 import { asExtractionError, assertNotEmpty, compact, fileTitle, nonBlank, readSource } from "./util.js";
 
-/** Result of {@link htmlToText}. */
+/** Result of {@link htmlToText}. Absent fields are left out (never `undefined`). */
 export interface HtmlText {
   /** Plain text: blocks separated by blank lines, headings as `#`…`######` lines. */
   text: string;
   /** Text of the `<title>` element, when present and not blank. */
   title?: string;
+  /**
+   * The page's canonical URL: `<link rel="canonical" href>`, else `<meta property="og:url">`.
+   * A relative canonical href is resolved against `<base href>` or `og:url` when
+   * one of them is an absolute URL, else kept as written.
+   */
+  canonicalUrl?: string;
+  /** `<meta name="description" content>`, else `<meta property="og:description">`. */
+  description?: string;
+  /** Language of the page: the `lang` (or `xml:lang`) attribute of `<html>`, e.g. `en`, `zh-CN`. */
+  lang?: string;
+}
+
+/** Head fields of {@link HtmlText} read from the markup. */
+type HeadFields = Pick<HtmlText, "canonicalUrl" | "description" | "lang">;
+
+/** Most characters scanned for head tags (the part before `</head>` or `<body>`). */
+const HEAD_SCAN_LIMIT = 1024 * 1024;
+
+/** Decodes the character references that occur in attribute values. */
+function decodeEntities(s: string): string {
+  return s
+    .replace(/&#x([0-9a-f]+);/gi, (m, hex: string) => safeCodePoint(Number.parseInt(hex, 16)) ?? m)
+    .replace(/&#(\d+);/g, (m, dec: string) => safeCodePoint(Number(dec)) ?? m)
+    .replace(
+      /&(quot|apos|lt|gt|nbsp|amp);/gi,
+      (_m, name: string) => NAMED_ENTITIES[name.toLowerCase()] ?? "",
+    );
+}
+
+const NAMED_ENTITIES: Readonly<Record<string, string>> = {
+  quot: '"',
+  apos: "'",
+  lt: "<",
+  gt: ">",
+  nbsp: " ",
+  amp: "&",
+};
+
+/** The attributes of one start tag (`<meta name="x" content='y'>`), names lower-cased, values decoded. */
+function attributes(tag: string): Map<string, string> {
+  const attrs = new Map<string, string>();
+  const body = tag.replace(/^<[a-zA-Z][\w:-]*/, "").replace(/\/?>$/, "");
+  for (const m of body.matchAll(/([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g)) {
+    const name = (m[1] ?? "").toLowerCase();
+    if (!attrs.has(name)) attrs.set(name, decodeEntities(m[2] ?? m[3] ?? m[4] ?? ""));
+  }
+  return attrs;
+}
+
+/** `href` resolved against `base` when `href` is relative and `base` an absolute http(s) URL. */
+function resolveUrl(href: string, base: string | undefined): string {
+  if (/^[a-z][a-z\d+.-]*:/i.test(href) || base === undefined || !/^https?:\/\//i.test(base)) return href;
+  try {
+    return new URL(href, base).href;
+  } catch {
+    return href;
+  }
+}
+
+/**
+ * Reads `canonicalUrl`, `description` and `lang` from the markup before `<body>`
+ * (comments, scripts and styles skipped). The first occurrence of each tag wins.
+ */
+function headFields(html: string): HeadFields {
+  const bodyAt = html.search(/<\/head\s*>|<body[\s>]/i);
+  const head = html
+    .slice(0, Math.min(bodyAt >= 0 ? bodyAt : html.length, HEAD_SCAN_LIMIT))
+    .replace(/<!--[\s\S]*?-->/g, " ")
+    .replace(/<(script|style|template|noscript)\b[\s\S]*?<\/\1\s*>/gi, " ");
+  let canonical: string | undefined;
+  let ogUrl: string | undefined;
+  let base: string | undefined;
+  let description: string | undefined;
+  let ogDescription: string | undefined;
+  let lang: string | undefined;
+  for (const m of head.matchAll(/<(html|link|meta|base)\b[^>]*>/gi)) {
+    const attrs = attributes(m[0]);
+    const tag = (m[1] ?? "").toLowerCase();
+    if (tag === "html") {
+      lang ??= nonBlank(attrs.get("lang")) ?? nonBlank(attrs.get("xml:lang"));
+    } else if (tag === "base") {
+      base ??= nonBlank(attrs.get("href"));
+    } else if (tag === "link") {
+      const rel = (attrs.get("rel") ?? "").toLowerCase().split(/\s+/);
+      if (rel.includes("canonical")) canonical ??= nonBlank(attrs.get("href"));
+    } else {
+      const key = (attrs.get("property") ?? attrs.get("name") ?? "").toLowerCase().trim();
+      const content = nonBlank(attrs.get("content")?.replace(/\s+/g, " "));
+      if (key === "og:url") ogUrl ??= content;
+      else if (key === "description") description ??= content;
+      else if (key === "og:description") ogDescription ??= content;
+    }
+  }
+  const canonicalUrl = canonical !== undefined ? resolveUrl(canonical, base ?? ogUrl) : ogUrl;
+  return compact({ canonicalUrl, description: description ?? ogDescription, lang });
 }
 
 /** Elements whose content is never text a reader sees. */
@@ -204,11 +299,21 @@ function safeCodePoint(cp: number): string | undefined {
   return String.fromCodePoint(cp);
 }
 
-/** Last-resort conversion when the DOM converter fails (e.g. pathological nesting). */
+/**
+ * Last-resort conversion when the DOM converter fails (e.g. pathological nesting):
+ * non-content elements are dropped, headings still become `#` lines, block ends
+ * become line breaks and the remaining tags are removed.
+ */
 function stripTags(html: string): string {
   return html
-    .replace(/<(script|style|template|noscript|title)\b[\s\S]*?<\/\1\s*>/gi, " ")
-    .replace(/<(br|\/p|\/div|\/li|\/tr|\/h[1-6]|\/table)\b[^>]*>/gi, "\n")
+    .replace(/<!--[\s\S]*?-->/g, " ")
+    .replace(
+      /<(script|style|template|noscript|title|head|nav|svg|iframe|object|canvas|button|select)\b[\s\S]*?<\/\1\s*>/gi,
+      " ",
+    )
+    .replace(/<h([1-6])\b[^>]*>/gi, (_m, level: string) => `\n\n${"#".repeat(Number(level))} `)
+    .replace(/<\/h[1-6]\s*>/gi, "\n\n")
+    .replace(/<(br|\/p|\/div|\/li|\/tr|\/table)\b[^>]*>/gi, "\n")
     .replace(/<[^>]*>/g, " ")
     .replace(/&nbsp;/g, " ")
     .replace(/&lt;/g, "<")
@@ -217,7 +322,8 @@ function stripTags(html: string): string {
     .replace(/&#x([0-9a-f]+);/gi, (m, hex: string) => safeCodePoint(Number.parseInt(hex, 16)) ?? m)
     .replace(/&#(\d+);/g, (m, dec: string) => safeCodePoint(Number(dec)) ?? m)
     .replace(/&amp;/g, "&")
-    .replace(/[ \t]+/g, " ");
+    .replace(/[ \t]+/g, " ")
+    .replace(/^ /gm, "");
 }
 
 /** Elements that never have a closing tag. */
@@ -264,7 +370,9 @@ function nestsDeeperThan(html: string, limit: number): boolean {
  * `- ` lines, table rows become lines with ` | ` between cells, `<br>` a newline,
  * and entities are decoded once. Links keep only their text; emphasis markers
  * are not added. HTML nested more than 1000 levels deep (or that the converter
- * cannot handle) is reduced by stripping tags instead.
+ * cannot handle) is reduced by stripping tags instead. Besides the text: the
+ * `<title>`, the canonical URL, the meta description and the `<html lang>`
+ * (see {@link HtmlText}). Never throws.
  */
 export function htmlToText(html: string): HtmlText {
   const capture: { main?: string; title?: string } = {};
@@ -280,7 +388,7 @@ export function htmlToText(html: string): HtmlText {
     text = stripTags(html);
     title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1];
   }
-  return compact({ text: tidy(text), title: nonBlank(title?.replace(/\s+/g, " ")) });
+  return compact({ text: tidy(text), title: nonBlank(title?.replace(/\s+/g, " ")), ...headFields(html) });
 }
 
 /** Finds a `<meta charset>` or `http-equiv` charset declaration in the first bytes. */
@@ -312,7 +420,9 @@ function decodeHtml(bytes: Uint8Array): string {
 /**
  * Extracts an HTML file with {@link htmlToText}.
  * Metadata: `path`, `type: "html"`, `title` (`<title>`, else the first `# ` heading,
- * else the file name).
+ * else the file name); when the page declares them: `canonicalUrl`
+ * (`<link rel="canonical">`, else `og:url`), `description` (meta description),
+ * `lang` (`<html lang>`).
  * @throws ExtractionError "file is empty" for a blank file, "no text content" when
  *   nothing readable remains after conversion, or when unreadable.
  */
@@ -330,6 +440,14 @@ export const htmlExtractor: Extractor = {
     if (converted.text === "") throw new ExtractionError(path, "no text content");
     const h1 = /^# (.+)$/m.exec(converted.text)?.[1]?.trim();
     const title = converted.title ?? nonBlank(h1) ?? fileTitle(path);
-    return [{ uri: path, text: converted.text, metadata: compact({ path, type: "html" as const, title }) }];
+    const metadata = compact({
+      path,
+      type: "html" as const,
+      title,
+      canonicalUrl: converted.canonicalUrl,
+      description: converted.description,
+      lang: converted.lang,
+    });
+    return [{ uri: path, text: converted.text, metadata }];
   },
 };

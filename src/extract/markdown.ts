@@ -1,48 +1,254 @@
 /**
  * Markdown extractor: the file content unchanged (chunkers read headings from it),
- * with the title and YAML front matter lifted into metadata.
+ * with the title and the front matter (YAML `---`, or simple TOML `+++`) lifted
+ * into metadata.
  */
+import { parseDocument } from "yaml";
 import type { ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
 import { assertNotEmpty, compact, decodeText, fileTitle, nonBlank, readSource } from "./util.js";
 
+/** A JSON value, as front matter values are stored in metadata. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
 /** Front matter found at the top of a Markdown file. */
 export interface FrontMatter {
-  /** `key: value` pairs (values unquoted, trimmed); nested and list entries are not parsed. */
+  /** `yaml` for a `---` block, `toml` for a `+++` block. */
+  format: "yaml" | "toml";
+  /**
+   * The parsed mapping with JSON-serialisable values: nested maps and lists as
+   * objects and arrays, dates as ISO-8601 strings, `.inf`/`.nan` as strings.
+   * `{}` when the block is empty or could not be parsed (see `error`).
+   */
+  data: Record<string, JsonValue>;
+  /**
+   * The top-level scalar entries of `data` as strings (`version: 2` → `"2"`);
+   * lists and nested maps are left out. Kept for callers that want flat values.
+   */
   fields: Record<string, string>;
-  /** Offset (UTF-16 code units) just past the closing `---` line; 0 when there is no front matter. */
+  /** Why the block could not be parsed (`data` is then `{}`); absent when it parsed. */
+  error?: string;
+  /** Offset (UTF-16 code units) just past the closing `---`/`...`/`+++` line; 0 when there is no front matter. */
+  end: number;
+}
+
+/** A front matter block before parsing: its format, raw body and where it ends. */
+interface FrontMatterBlock {
+  format: "yaml" | "toml";
+  body: string;
   end: number;
 }
 
 /**
- * Parses YAML front matter (`---` on the first line, closed by `---` or `...`) in a
- * simple way: top-level `key: value` lines only, surrounding quotes removed. Keys
- * without a scalar value (nested maps, lists) are left out.
+ * Finds the front matter block at the very top of `text`: `---` … `---` (or `...`)
+ * for YAML, `+++` … `+++` for TOML. Only an unclosed or absent block yields `undefined`.
+ */
+function frontMatterBlock(text: string): FrontMatterBlock | undefined {
+  const open = /^(---|\+\+\+)[ \t]*\r?\n/.exec(text);
+  if (!open) return undefined;
+  const format = open[1] === "+++" ? "toml" : "yaml";
+  const close = format === "toml" ? /^\+\+\+[ \t]*(?:\r?\n|$)/m : /^(?:---|\.\.\.)[ \t]*(?:\r?\n|$)/m;
+  const rest = text.slice(open[0].length);
+  const m = close.exec(rest);
+  if (!m) return undefined;
+  return { format, body: rest.slice(0, m.index), end: open[0].length + m.index + m[0].length };
+}
+
+/** Characters at most used from a parser message (some quote the whole offending input). */
+const MAX_MESSAGE = 200;
+
+/** Sets `obj[key] = value` as an own data property (also for a `__proto__` key). */
+function define(obj: Record<string, JsonValue>, key: string, value: JsonValue): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/**
+ * Converts a value produced by the YAML parser into JSON: dates → ISO strings
+ * (an invalid date → `null`), non-finite numbers → `"Infinity"`/`"NaN"`, bigints
+ * and other objects → strings, maps → objects with string keys. `undefined` entries
+ * of objects are dropped (in arrays they become `null`).
+ */
+function toJson(value: unknown, depth = 0): JsonValue | undefined {
+  if (value === null) return null;
+  if (depth > 100) return String(value);
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return Number.isFinite(value) ? value : String(value);
+    case "bigint":
+      return value.toString();
+    case "undefined":
+    case "function":
+    case "symbol":
+      return undefined;
+  }
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (Array.isArray(value) || value instanceof Set) {
+    return Array.from(value as Iterable<unknown>, (v) => toJson(v, depth + 1) ?? null);
+  }
+  const out: Record<string, JsonValue> = {};
+  const entries = value instanceof Map ? [...value.entries()] : Object.entries(value as object);
+  for (const [k, v] of entries) {
+    const json = toJson(v, depth + 1);
+    if (json !== undefined) define(out, String(k), json);
+  }
+  return out;
+}
+
+/** Parses a YAML front matter body; `line0` is the file line (1-based) of its first line, for messages. */
+function parseYaml(body: string, line0: number): { data: Record<string, JsonValue>; error?: string } {
+  const doc = parseDocument(body, {
+    customTags: ["timestamp"],
+    uniqueKeys: false,
+    prettyErrors: false,
+  });
+  const first = doc.errors[0];
+  if (first) {
+    const before = body.slice(0, first.pos[0]);
+    const line = line0 + (before.match(/\n/g)?.length ?? 0);
+    const message = first.message.split("\n")[0]?.slice(0, MAX_MESSAGE) ?? "parse error";
+    return { data: {}, error: `${message} (line ${line})` };
+  }
+  let js: unknown;
+  try {
+    js = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    return { data: {}, error: (err instanceof Error ? err.message : String(err)).slice(0, MAX_MESSAGE) };
+  }
+  if (js === null || js === undefined) return { data: {} };
+  if (typeof js !== "object" || Array.isArray(js) || js instanceof Date) {
+    return { data: {}, error: "not a mapping of keys to values" };
+  }
+  return { data: toJson(js) as Record<string, JsonValue> };
+}
+
+/** A TOML value in the simple subset {@link parseToml} reads; `undefined` when not understood. */
+function tomlValue(raw: string): JsonValue | undefined {
+  const v = raw.trim();
+  if (/^"(?:[^"\\]|\\.)*"$/.test(v)) {
+    try {
+      return JSON.parse(v) as string;
+    } catch {
+      return undefined;
+    }
+  }
+  if (/^'[^']*'$/.test(v)) return v.slice(1, -1);
+  if (v === "true" || v === "false") return v === "true";
+  if (/^[+-]?\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(v)) return Number(v.replace(/_/g, ""));
+  if (/^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?$/.test(v)) {
+    const date = new Date(v.replace(" ", "T"));
+    return Number.isNaN(date.getTime()) ? v : /[T ]/.test(v) ? date.toISOString() : v;
+  }
+  if (v.startsWith("[") && v.endsWith("]")) {
+    const inner = v.slice(1, -1).trim();
+    if (inner === "") return [];
+    const items = inner.match(/"(?:[^"\\]|\\.)*"|'[^']*'|[^,]+/g) ?? [];
+    const values = items
+      .map((item) => item.trim())
+      .filter((item) => item !== "")
+      .map(tomlValue);
+    return values.every((x) => x !== undefined) ? (values as JsonValue[]) : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Parses the simple subset of TOML front matter that Markdown sites use: `key = value`
+ * lines with strings, numbers, booleans, dates and one-line arrays, grouped under
+ * `[table]` headers. Other lines (multi-line strings and arrays, inline tables…) are
+ * skipped and reported in `error`.
+ */
+function parseToml(body: string, line0: number): { data: Record<string, JsonValue>; error?: string } {
+  const data: Record<string, JsonValue> = {};
+  let table = data;
+  const skipped: number[] = [];
+  body.split(/\r?\n/).forEach((line, i) => {
+    const t = line.trim();
+    if (t === "" || t.startsWith("#")) return;
+    const header = /^\[\s*([\w.-]+)\s*\]$/.exec(t);
+    if (header?.[1]) {
+      table = {};
+      define(data, header[1], table);
+      return;
+    }
+    const kv = /^("?)([\w.-]+)\1\s*=\s*(.+)$/.exec(t);
+    const value = kv ? tomlValue(kv[3] ?? "") : undefined;
+    if (kv?.[2] && value !== undefined) define(table, kv[2], value);
+    else skipped.push(line0 + i);
+  });
+  if (skipped.length === 0) return { data };
+  const lines = skipped.length > 5 ? `${skipped.slice(0, 5).join(", ")}, …` : skipped.join(", ");
+  return { data, error: `line${skipped.length > 1 ? "s" : ""} ${lines} not understood` };
+}
+
+/** The top-level scalar entries of `data` as strings. */
+function scalarFields(data: Record<string, JsonValue>): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [key, value] of Object.entries(data)) {
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+      define(fields as Record<string, JsonValue>, key, String(value));
+    }
+  }
+  return fields;
+}
+
+/**
+ * Parses the front matter at the top of a Markdown text: YAML between `---` on the
+ * first line and a closing `---` or `...` line (with the `yaml` package, YAML 1.2
+ * core schema plus timestamps; duplicate keys keep the last value), or TOML between
+ * `+++` lines (a simple subset: see `FrontMatter`). Never throws: a block that
+ * does not parse gives `data: {}` and an `error` message.
  * @returns `undefined` when the text has no (closed) front matter block.
  */
 export function parseFrontMatter(text: string): FrontMatter | undefined {
-  const open = /^---[ \t]*\r?\n/.exec(text);
-  if (!open) return undefined;
-  const close = /^(?:---|\.\.\.)[ \t]*(?:\r?\n|$)/m;
-  const body = text.slice(open[0].length);
-  const m = close.exec(body);
-  if (!m) return undefined;
-  const block = body.slice(0, m.index);
-  const fields: Record<string, string> = {};
-  for (const line of block.split(/\r?\n/)) {
-    const kv = /^([A-Za-z_][\w.-]*)[ \t]*:[ \t]*(.*?)[ \t]*$/.exec(line);
-    if (!kv?.[1]) continue;
-    let value = kv[2] ?? "";
-    if (value === "" || value === "|" || value === ">") continue;
-    if (
-      value.length >= 2 &&
-      ((value.startsWith('"') && value.endsWith('"')) || (value.startsWith("'") && value.endsWith("'")))
-    ) {
-      value = value.slice(1, -1);
-    }
-    fields[kv[1]] = value;
+  const block = frontMatterBlock(text);
+  if (!block) return undefined;
+  const parsed = block.format === "toml" ? parseToml(block.body, 2) : parseYaml(block.body, 2);
+  // A `---` rule around prose is not front matter: no error without a `key:` line.
+  if (parsed.error !== undefined && !/^\s*["']?[\w.-]+["']?\s*[:=]/m.test(block.body)) return undefined;
+  return compact({
+    format: block.format,
+    data: parsed.data,
+    fields: scalarFields(parsed.data),
+    error: parsed.error,
+    end: block.end,
+  });
+}
+
+/** A front matter value as a non-blank string (numbers and dates too); lists are joined with ", ". */
+function textValue(value: JsonValue | undefined): string | undefined {
+  if (typeof value === "string") return nonBlank(value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (Array.isArray(value)) {
+    const parts = value.map((v) => textValue(v)).filter((v): v is string => v !== undefined);
+    return parts.length > 0 ? parts.join(", ") : undefined;
   }
-  return { fields, end: open[0].length + m.index + m[0].length };
+  if (value && typeof value === "object") return textValue(value.name);
+  return undefined;
+}
+
+/** Front matter `tags` (or `keywords`) as a list of strings: a list, or a comma-separated string. */
+function tagList(value: JsonValue | undefined): string[] | undefined {
+  const list = Array.isArray(value)
+    ? value.map((v) => textValue(v))
+    : typeof value === "string"
+      ? value.split(",").map((v) => nonBlank(v))
+      : [];
+  const tags = list.filter((v): v is string => v !== undefined);
+  return tags.length > 0 ? tags : undefined;
+}
+
+/** The metadata fields lifted from front matter: `title`, `author`, `tags`, `description`, `date`. */
+function liftedFields(data: Record<string, JsonValue>): Record<string, unknown> {
+  return {
+    title: textValue(data.title),
+    author: textValue(data.author) ?? textValue(data.authors),
+    tags: tagList(data.tags) ?? tagList(data.keywords),
+    description: textValue(data.description),
+    date: textValue(data.date),
+  };
 }
 
 /** Removes inline Markdown from a heading: `{#id}` attributes, code ticks, links, images, emphasis, HTML tags. */
@@ -65,8 +271,7 @@ function plainHeading(s: string): string {
  * @returns the heading text, or `undefined` when there is no H1.
  */
 export function markdownTitle(text: string): string | undefined {
-  const fm = parseFrontMatter(text);
-  const lines = text.slice(fm?.end ?? 0).split(/\r?\n/);
+  const lines = text.slice(frontMatterBlock(text)?.end ?? 0).split(/\r?\n/);
   let fence: string | undefined;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? "";
@@ -103,8 +308,15 @@ export function markdownTitle(text: string): string | undefined {
  * Extracts a Markdown file. `text` is the file content unchanged (decoded as UTF-8,
  * invalid bytes → U+FFFD, BOM dropped), so offsets map into the file and the
  * document chunker can read headings from it. Front matter stays in the text.
+ *
  * Metadata: `path`, `type: "markdown"`, `title` (front matter `title`, else the
- * first H1, else the file name), `frontMatter` (`key: value` map, when present).
+ * first H1, else the file name), `frontMatter` (the parsed front matter, JSON
+ * values, when it has entries), and when the front matter has them: `author`
+ * (`author` or `authors`, a list joined with ", "), `tags` (string list, from
+ * `tags` or `keywords`, a list or a comma-separated string), `description`, `date`
+ * (a YAML timestamp as an ISO-8601 string, any other value as written).
+ * Front matter that does not parse adds a warning
+ * ("front matter is not valid YAML: …") and is otherwise ignored.
  * @throws ExtractionError "file is empty" for a 0-byte or whitespace-only file, or when unreadable.
  */
 export const markdownExtractor: Extractor = {
@@ -113,9 +325,17 @@ export const markdownExtractor: Extractor = {
     const text = decodeText(await readSource(path, ctx));
     assertNotEmpty(path, text);
     const fm = parseFrontMatter(text);
-    const frontMatter = fm && Object.keys(fm.fields).length > 0 ? fm.fields : undefined;
-    const title = nonBlank(frontMatter?.title) ?? markdownTitle(text) ?? fileTitle(path);
-    const metadata = compact({ path, type: "markdown" as const, title, frontMatter });
-    return [{ uri: path, text, metadata }];
+    const data = fm?.data ?? {};
+    const frontMatter = Object.keys(data).length > 0 ? data : undefined;
+    const lifted = liftedFields(data);
+    const title = (lifted.title as string | undefined) ?? markdownTitle(text) ?? fileTitle(path);
+    const metadata = compact({ path, type: "markdown" as const, ...lifted, title, frontMatter });
+    const doc: ExtractedDocument = { uri: path, text, metadata };
+    if (fm?.error !== undefined) {
+      const what =
+        fm.format === "toml" ? "TOML front matter was only partly read" : "front matter is not valid YAML";
+      doc.warnings = [`${what}: ${fm.error}`];
+    }
+    return [doc];
   },
 };

@@ -343,19 +343,94 @@ function pdfFailure(path: string, err: unknown): ExtractionError {
   return new ExtractionError(path, `cannot read PDF: ${message}`, { cause: err });
 }
 
-/** Title from the document info, without the "Microsoft Word - " style prefix. */
+/** A document info or XMP string value, trimmed; a list (XMP `dc:creator`) is joined with ", ". */
 function infoString(value: unknown): string | undefined {
+  if (Array.isArray(value)) {
+    const parts = value.map(infoString).filter((v): v is string => v !== undefined);
+    return parts.length > 0 ? parts.join(", ") : undefined;
+  }
   if (typeof value !== "string") return undefined;
-  return nonBlank(value.replace(/^Microsoft (Word|PowerPoint|Excel) - /, ""));
+  return nonBlank(value.replace(/\s+/g, " "));
 }
 
-/** Reads the document info dictionary; failures are ignored (metadata is optional). */
+/** Extensions of authoring files whose names producers put in the Title field. */
+const SOURCE_FILE_EXTENSION =
+  /\.(?:docx?|rtf|odt|txt|pdf|e?ps|dvi|tex|indd|qxd|qxp|pm\d|fm|wpd|xlsx?|pptx?|exe|tmp)$/i;
+
+/**
+ * A usable document title from the Title field: without the `Microsoft Word - `
+ * prefix and a trailing authoring-file extension (`AGENDA 040616.doc` →
+ * `AGENDA 040616`); `undefined` for placeholders (`Untitled`) and for values
+ * without a single letter (`10811.exe`, `88300 162..177`), which are file or
+ * job names rather than titles.
+ */
+function titleString(value: unknown): string | undefined {
+  const raw = infoString(value);
+  if (raw === undefined) return undefined;
+  const title = nonBlank(
+    raw.replace(/^Microsoft (?:Word|PowerPoint|Excel) - /, "").replace(SOURCE_FILE_EXTENSION, ""),
+  );
+  if (title === undefined || !/\p{L}/u.test(title) || /^(?:untitled|title|document\d*)$/i.test(title)) {
+    return undefined;
+  }
+  return title;
+}
+
+/** The XMP metadata packet's reader, when the PDF has one. */
+interface XmpReader {
+  get(name: string): unknown;
+}
+
+/**
+ * Reads title and author from the document info dictionary, else from the XMP
+ * metadata (`dc:title`, `dc:creator`); failures are ignored (metadata is optional).
+ */
 async function readInfo(pdf: PdfDocument): Promise<{ title?: string; author?: string }> {
   try {
-    const { info } = await getMeta(pdf);
-    return compact({ title: infoString(info?.Title), author: infoString(info?.Author) });
+    const { info, metadata } = await getMeta(pdf);
+    const xmp = metadata as unknown as Partial<XmpReader> | null | undefined;
+    const fromXmp = (name: string): unknown => (typeof xmp?.get === "function" ? xmp.get(name) : undefined);
+    return compact({
+      title: titleString(info?.Title) ?? titleString(fromXmp("dc:title")),
+      author: infoString(info?.Author) ?? infoString(fromXmp("dc:creator")),
+    });
   } catch {
     return {};
+  }
+}
+
+/** At most this many page ranges are listed in a warning. */
+const MAX_LISTED_RANGES = 20;
+
+/**
+ * Page numbers as compact ranges: `[3, 4, 5, 9]` → `pages 3–5, 9`; `[7]` → `page 7`.
+ * After {@link MAX_LISTED_RANGES} ranges the list ends with `…` and the count.
+ */
+function pageList(pages: number[]): string {
+  const ranges: string[] = [];
+  for (let i = 0; i < pages.length; ) {
+    let j = i;
+    while (j + 1 < pages.length && pages[j + 1] === (pages[j] ?? 0) + 1) j++;
+    ranges.push(i === j ? `${pages[i]}` : `${pages[i]}–${pages[j]}`);
+    i = j + 1;
+  }
+  const listed =
+    ranges.length > MAX_LISTED_RANGES
+      ? `${ranges.slice(0, MAX_LISTED_RANGES).join(", ")}, … (${pages.length} in all)`
+      : ranges.join(", ");
+  return `${pages.length === 1 ? "page" : "pages"} ${listed}`;
+}
+
+/** Text of one page, laid out and normalised (`""` for a page without text). */
+async function readPage(pdf: PdfDocument, n: number): Promise<string> {
+  const page = await pdf.getPage(n);
+  try {
+    const viewport = page.getViewport({ scale: 1 });
+    const content = await page.getTextContent();
+    const items = content.items.filter((i): i is typeof i & RawTextItem => "str" in i);
+    return normalizePdfText(pageText(items as RawTextItem[], viewport.transform));
+  } finally {
+    page.cleanup();
   }
 }
 
@@ -369,11 +444,18 @@ async function readInfo(pdf: PdfDocument): Promise<{ title?: string; author?: st
  * vertical gap (paragraph break); then {@link normalizePdfText} (ligatures,
  * hyphenation). `segments`: one per page with text, `{ start, end, metadata: { page } }`
  * (1-based page number), covering exactly that page's text.
- * Metadata: `path`, `type: "pdf"`, `title` (document info Title, else file name),
- * `author` (when present), `pageCount` (all pages, with or without text).
+ * Metadata: `path`, `type: "pdf"`, `title` (document info Title, else XMP
+ * `dc:title`, else the file name; file-name-like values such as `10811.exe` are
+ * skipped), `author` (Author, else XMP `dc:creator`, when present), `pageCount`
+ * (all pages, with or without text).
+ * `warnings`: the pages without text when others have text
+ * (`pages 3–5, 9 have no text layer (scanned images?)`), and the pages whose text
+ * could not be read when others could.
  *
  * @throws ExtractionError "file is empty", "not a valid PDF: …" (corrupt/not a PDF),
- *   "password-protected", "no text layer (image-only PDF?)" (no page has text).
+ *   "password-protected", "too many pages: N (limit maxPages = M)" (checked before
+ *   any page is read), "no text layer (image-only PDF?)" (no page has text), or the
+ *   reason of the first page failure when no page could be read.
  */
 export const pdfExtractor: Extractor = {
   type: "pdf",
@@ -390,34 +472,45 @@ export const pdfExtractor: Extractor = {
     }
     try {
       const pageCount = pdf.numPages;
+      const maxPages = ctx.options.limits.maxPages;
+      if (pageCount > maxPages) {
+        throw new ExtractionError(path, `too many pages: ${pageCount} (limit maxPages = ${maxPages})`);
+      }
       const segments: Segment[] = [];
-      let text = "";
-      let failures = 0;
+      const empty: number[] = [];
+      const failed: number[] = [];
       let firstFailure: unknown;
+      let text = "";
       for (let n = 1; n <= pageCount; n++) {
-        let raw: string;
+        let pageString: string;
         try {
-          const page = await pdf.getPage(n);
-          const viewport = page.getViewport({ scale: 1 });
-          const content = await page.getTextContent();
-          const items = content.items.filter((i): i is typeof i & RawTextItem => "str" in i);
-          raw = pageText(items as RawTextItem[], viewport.transform);
-          page.cleanup();
+          pageString = await readPage(pdf, n);
         } catch (err) {
-          failures++;
+          failed.push(n);
           firstFailure ??= err;
           continue;
         }
-        const pageString = normalizePdfText(raw);
-        if (pageString === "") continue;
+        if (pageString === "") {
+          empty.push(n);
+          continue;
+        }
         if (text !== "") text += "\n\n";
         const start = text.length;
         text += pageString;
         segments.push({ start, end: text.length, metadata: { page: n } });
       }
       if (text === "") {
-        if (failures > 0) throw pdfFailure(path, firstFailure);
+        if (failed.length > 0) throw pdfFailure(path, firstFailure);
         throw new ExtractionError(path, "no text layer (image-only PDF?)");
+      }
+      const warnings: string[] = [];
+      if (empty.length > 0) {
+        const verb = empty.length === 1 ? "has" : "have";
+        warnings.push(`${pageList(empty)} ${verb} no text layer (scanned images?)`);
+      }
+      if (failed.length > 0) {
+        const reason = firstFailure instanceof Error ? firstFailure.message : String(firstFailure);
+        warnings.push(`text of ${pageList(failed)} could not be extracted: ${reason}`);
       }
       const info = await readInfo(pdf);
       const metadata = compact({
@@ -427,7 +520,9 @@ export const pdfExtractor: Extractor = {
         author: info.author,
         pageCount,
       });
-      return [{ uri: path, text, metadata, segments }];
+      const doc: ExtractedDocument = { uri: path, text, metadata, segments };
+      if (warnings.length > 0) doc.warnings = warnings;
+      return [doc];
     } finally {
       await pdf.destroy().catch(() => undefined);
     }

@@ -1,0 +1,290 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ExtractionError } from "../src/errors.js";
+import { extractBytes, extractFile, htmlToText, parseFrontMatter } from "../src/extract/index.js";
+import { docsPath, tempDir } from "./helpers.js";
+
+/** Runs `fn` and returns the ExtractionError it throws (fails when it does not throw one). */
+async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionError> {
+  try {
+    await fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ExtractionError);
+    return err as ExtractionError;
+  }
+  throw new Error("expected an ExtractionError");
+}
+
+/** A page entry of {@link makePdf} whose page object is broken (a number instead of a dictionary). */
+const BROKEN = Symbol("broken page");
+
+/**
+ * Builds a small valid PDF: one Letter page per entry of `pages`, each showing its
+ * string in Helvetica 12 pt, or nothing (no text layer) for `null`, or a page
+ * tree entry that is not a page for {@link BROKEN}; `info` becomes the document
+ * information dictionary.
+ */
+function makePdf(pages: (string | null | typeof BROKEN)[], info: Record<string, string> = {}): Buffer {
+  const objects: string[] = [];
+  const add = (body: string): number => objects.push(body);
+  const catalog = add("");
+  const tree = add("");
+  const font = add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
+  const kids: number[] = [];
+  for (const text of pages) {
+    if (text === BROKEN) {
+      kids.push(add("42"));
+      continue;
+    }
+    const stream = text === null ? "" : `BT /F1 12 Tf 72 720 Td (${text}) Tj ET`;
+    const contents = add(`<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`);
+    kids.push(
+      add(
+        `<< /Type /Page /Parent ${tree} 0 R /MediaBox [0 0 612 792] ` +
+          `/Resources << /Font << /F1 ${font} 0 R >> >> /Contents ${contents} 0 R >>`,
+      ),
+    );
+  }
+  objects[catalog - 1] = `<< /Type /Catalog /Pages ${tree} 0 R >>`;
+  objects[tree - 1] =
+    `<< /Type /Pages /Kids [${kids.map((k) => `${k} 0 R`).join(" ")}] /Count ${kids.length} >>`;
+  const infoRef = add(
+    `<< ${Object.entries(info)
+      .map(([k, v]) => `/${k} (${v})`)
+      .join(" ")} >>`,
+  );
+  let out = "%PDF-1.4\n";
+  const offsets: number[] = [];
+  objects.forEach((body, i) => {
+    offsets.push(out.length);
+    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
+  });
+  const xref = out.length;
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  for (const offset of offsets) out += `${String(offset).padStart(10, "0")} 00000 n \n`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root ${catalog} 0 R /Info ${infoRef} 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, "latin1");
+}
+
+describe("pdf limits, warnings and metadata", () => {
+  it("refuses a real PDF with more pages than maxPages before reading any page", async () => {
+    const path = docsPath("pdf", "pdf-parse_npm_test_data", "04-valid.pdf");
+    const err = await extractionError(() => extractFile(path, undefined, { limits: { maxPages: 1 } }));
+    expect(err.path).toBe(path);
+    expect(err.reason).toBe("too many pages: 5 (limit maxPages = 1)");
+    const [doc] = await extractFile(path, undefined, { limits: { maxPages: 5 } });
+    expect(doc?.metadata.pageCount).toBe(5);
+  });
+
+  it("names the pages without a text layer compactly and keeps the others", async () => {
+    const pdf = makePdf(["First page text.", null, null, null, "Fifth page text.", null], {
+      Title: "Fleet Report",
+      Author: "Ann Smith",
+    });
+    const [doc] = await extractBytes("fleet.pdf", pdf);
+    expect(doc?.text).toBe("First page text.\n\nFifth page text.");
+    expect(doc?.segments?.map((s) => s.metadata.page)).toEqual([1, 5]);
+    expect(doc?.warnings).toEqual(["pages 2–4, 6 have no text layer (scanned images?)"]);
+    expect(doc?.metadata).toEqual({
+      path: "fleet.pdf",
+      type: "pdf",
+      title: "Fleet Report",
+      author: "Ann Smith",
+      pageCount: 6,
+    });
+    const tooLong = await extractionError(() =>
+      extractBytes("fleet.pdf", pdf, undefined, { limits: { maxPages: 3 } }),
+    );
+    expect(tooLong.reason).toBe("too many pages: 6 (limit maxPages = 3)");
+  });
+
+  it("turns a page that cannot be read into a warning when other pages can be read", async () => {
+    const [doc] = await extractBytes("partly.pdf", makePdf(["Readable page.", BROKEN]));
+    expect(doc?.text).toBe("Readable page.");
+    expect(doc?.segments?.map((s) => s.metadata.page)).toEqual([1]);
+    expect(doc?.warnings).toHaveLength(1);
+    expect(doc?.warnings?.[0]).toMatch(/^text of page 2 could not be extracted: \S/);
+    const err = await extractionError(() => extractBytes("broken.pdf", makePdf([BROKEN])));
+    expect(err.reason).toMatch(/^(cannot read PDF|not a valid PDF): /);
+  });
+
+  it("warns about the one empty page of a real 65-page PDF", async () => {
+    const [doc] = await extractFile(docsPath("pdf", "pdfplumber_test_pdfs", "chelsea_pdta.pdf"));
+    expect(doc?.metadata.pageCount).toBe(65);
+    expect(doc?.segments).toHaveLength(64);
+    expect(doc?.warnings).toEqual(["page 4 has no text layer (scanned images?)"]);
+    expect(doc?.metadata.title).toBe("Plan stratégique du sentier récréatif régional de Prescott et Russell");
+    expect(doc?.metadata.author).toBe("office-2007");
+  });
+
+  it("skips file-name-like titles and tidies authoring-file titles", async () => {
+    const [job] = await extractFile(docsPath("pdf", "pdfplumber_test_pdfs", "scotus-transcript-p1.pdf"));
+    expect(job?.metadata.title).toBe("scotus-transcript-p1.pdf"); // Title field: "10811.exe"
+    expect(job?.metadata.author).toBe("Supreme");
+    const [agenda] = await extractFile(docsPath("pdf", "pdfplumber_test_pdfs", "cupertino_usd_4-6-16.pdf"));
+    expect(agenda?.metadata.title).toBe("SPECIAL BOARD AGENDA 040616"); // Title field: "… 040616.doc"
+    const [word] = await extractBytes(
+      "w.pdf",
+      makePdf(["x"], { Title: "Microsoft Word - Minutes 2024.docx" }),
+    );
+    expect(word?.metadata.title).toBe("Minutes 2024");
+    const [untitled] = await extractBytes("u.pdf", makePdf(["x"], { Title: "Untitled" }));
+    expect(untitled?.metadata.title).toBe("u.pdf");
+    expect(untitled?.warnings).toBeUndefined();
+  });
+});
+
+describe("html metadata", () => {
+  const page = `<!doctype html>
+<html lang="en-GB">
+<head>
+  <title>Depot Guide</title>
+  <meta name="description" content="Opening hours &amp; contacts of every depot.">
+  <meta property="og:url" content="https://fleet.example.com/guide/depots?ref=og">
+  <link rel="canonical" href="https://fleet.example.com/guide/depots">
+  <style>.x { font-weight: bold }</style>
+  <script>window.analyticsId = "<link rel='canonical' href='wrong'>";</script>
+</head>
+<body>
+  <nav><a href="/">Home</a> <a href="/guide">Guide</a></nav>
+  <h1>Depot Guide</h1>
+  <p>The north depot opens at 06:00.</p>
+  <h2>Contacts</h2>
+  <p>Call the duty manager.</p>
+  <template><p>unrendered template body</p></template>
+  <script>document.title = "x";</script>
+</body>
+</html>`;
+
+  it("reads canonical URL, description and language (extractBytes)", async () => {
+    const [doc] = await extractBytes("depots.html", Buffer.from(page));
+    expect(doc?.metadata).toEqual({
+      path: "depots.html",
+      type: "html",
+      title: "Depot Guide",
+      canonicalUrl: "https://fleet.example.com/guide/depots",
+      description: "Opening hours & contacts of every depot.",
+      lang: "en-GB",
+    });
+    expect(doc?.text).toBe(
+      "# Depot Guide\n\nThe north depot opens at 06:00.\n\n## Contacts\n\nCall the duty manager.",
+    );
+  });
+
+  it("falls back to og:url, resolves a relative canonical link and leaves absent fields out", () => {
+    const og = htmlToText(
+      '<html><head><meta property="og:url" content="https://a.example/x"></head><body><p>t</p></body></html>',
+    );
+    expect(og).toEqual({ text: "t", canonicalUrl: "https://a.example/x" });
+    const relative = htmlToText(
+      '<head><meta property="og:url" content="https://a.example/docs/x?utm=1">' +
+        '<link href="/docs/x" rel="Canonical"></head><p>t</p>',
+    );
+    expect(relative.canonicalUrl).toBe("https://a.example/docs/x");
+    expect(htmlToText('<html xml:lang="zh-CN"><body><h2>标题</h2></body></html>')).toEqual({
+      text: "## 标题",
+      lang: "zh-CN",
+    });
+  });
+
+  it("never leaks script, style, template or nav content, also when tags are stripped", () => {
+    const deep = `<html lang="fr"><head><title>Deep</title><style>p{}</style></head><body><nav>Menu</nav>${"<div>".repeat(1500)}<h2>Part</h2><script>x()</script><p>Body</p>${"</div>".repeat(1500)}</body></html>`;
+    const out = htmlToText(deep);
+    expect(out).toEqual({ text: "## Part\n\nBody", title: "Deep", lang: "fr" });
+  });
+});
+
+describe("markdown front matter", () => {
+  it("parses lists, nested values and dates and lifts the common keys", async () => {
+    const content = [
+      "---",
+      "title: Release notes",
+      "tags: [release, fleet]",
+      "authors:",
+      "  - Ann Smith",
+      "  - Bo Chen",
+      "date: 2024-03-01",
+      "description: What changed in 2.0",
+      "params:",
+      "  draft: false",
+      "  weight: 10",
+      "---",
+      "",
+      "# 2.0",
+      "",
+      "Changes.",
+      "",
+    ].join("\n");
+    const [doc] = await extractBytes("notes.md", Buffer.from(content));
+    expect(doc?.text).toBe(content);
+    expect(doc?.warnings).toBeUndefined();
+    expect(doc?.metadata).toEqual({
+      path: "notes.md",
+      type: "markdown",
+      title: "Release notes",
+      author: "Ann Smith, Bo Chen",
+      tags: ["release", "fleet"],
+      description: "What changed in 2.0",
+      date: "2024-03-01T00:00:00.000Z",
+      frontMatter: {
+        title: "Release notes",
+        tags: ["release", "fleet"],
+        authors: ["Ann Smith", "Bo Chen"],
+        date: "2024-03-01T00:00:00.000Z",
+        description: "What changed in 2.0",
+        params: { draft: false, weight: 10 },
+      },
+    });
+    expect(JSON.parse(JSON.stringify(doc?.metadata))).toEqual(doc?.metadata);
+  });
+
+  it("keeps the text and warns when the YAML is malformed", async () => {
+    const content = "---\ntitle: [unclosed\nauthor: Ann\n---\n# Heading\n\nBody.\n";
+    const [doc] = await extractBytes("bad.md", Buffer.from(content));
+    expect(doc?.text).toBe(content);
+    expect(doc?.metadata).toEqual({ path: "bad.md", type: "markdown", title: "Heading" });
+    expect(doc?.warnings).toHaveLength(1);
+    expect(doc?.warnings?.[0]).toMatch(/^front matter is not valid YAML: .+ \(line 3\)$/);
+  });
+
+  it("reads simple TOML front matter and reports the lines it skips", async () => {
+    const content =
+      '+++\ntitle = "Hugo page"\ntags = ["a", "b"]\ndraft = true\nmenu = { main = 1 }\n+++\nText.\n';
+    const [doc] = await extractBytes("page.md", Buffer.from(content));
+    expect(doc?.metadata.title).toBe("Hugo page");
+    expect(doc?.metadata.tags).toEqual(["a", "b"]);
+    expect(doc?.metadata.frontMatter).toEqual({ title: "Hugo page", tags: ["a", "b"], draft: true });
+    expect(doc?.warnings).toEqual(["TOML front matter was only partly read: line 5 not understood"]);
+  });
+
+  it("parseFrontMatter: data, flat fields, end offset; a rule around prose is not front matter", () => {
+    const text = "---\ntitle: T\nversion: 2\ntags:\n  - a\n---\nbody";
+    expect(parseFrontMatter(text)).toEqual({
+      format: "yaml",
+      data: { title: "T", version: 2, tags: ["a"] },
+      fields: { title: "T", version: "2" },
+      end: text.indexOf("body"),
+    });
+    expect(parseFrontMatter("---\nJust a paragraph between rules.\n---\n")).toBeUndefined();
+    expect(parseFrontMatter("# No front matter\n")).toBeUndefined();
+  });
+
+  it("extracts a front-matter file from disk unchanged", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const path = join(dir, "post.md");
+      writeFileSync(path, "---\ntitle: Post\ntags: one, two\n---\nHello\n");
+      const [doc] = await extractFile(path);
+      expect(doc?.metadata).toEqual({
+        path,
+        type: "markdown",
+        title: "Post",
+        tags: ["one", "two"],
+        frontMatter: { title: "Post", tags: "one, two" },
+      });
+    } finally {
+      cleanup();
+    }
+  });
+});
