@@ -102,6 +102,20 @@ describe("extractBytes", () => {
   });
 });
 
+describe("extractBytes: a Slack export .zip held in memory", () => {
+  it("gives the same channels and texts as the zip on disk", async () => {
+    const zip = docs("slack", "slack_export_viewer_testarchive", "testarchive.zip");
+    const fromFile = await extractFile(zip);
+    const fromBytes = await extractBytes("upload/testarchive.zip", readFileSync(zip));
+    expect(fromBytes.map((d) => d.metadata.channel)).toEqual(fromFile.map((d) => d.metadata.channel));
+    expect(fromBytes.map((d) => d.text)).toEqual(fromFile.map((d) => d.text));
+    expect(fromBytes.length).toBeGreaterThan(0);
+    expect((await failure(extractBytes("export", readFileSync(zip), "slack"))).reason).toMatch(
+      /must be a \.zip export or a \.json history file/,
+    );
+  });
+});
+
 describe("detection of the added formats", () => {
   it("licence files are text, JSON/XML/INI/templates are code, .docx and .mbox have their types", () => {
     expect(detectSourceType(docs("code", "psf+requests", "LICENSE"))).toBe("text");

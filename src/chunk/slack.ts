@@ -20,6 +20,8 @@ interface Message extends Span {
   ts?: string;
   threadTs?: string;
   isReply: boolean;
+  /** Permalink of the message, when the extractor knew the workspace URL. */
+  link?: string;
   /** Thread this message belongs to (the root's ts), if any. */
   thread?: string;
 }
@@ -46,6 +48,7 @@ function messagesOf(doc: ExtractedDocument): Message[] {
       ts: str(m.ts),
       threadTs: str(m.threadTs),
       isReply: m.isReply === true,
+      link: str(m.link),
     });
   });
   out.forEach((m, i) => {
@@ -92,6 +95,8 @@ function slackMetadata(
     }
   }
   if (thread) meta.threadTs = thread;
+  const link = msgs.find((m) => m.link)?.link;
+  if (link) meta.link = link;
   meta.messageCount = msgs.length;
   return meta;
 }
@@ -100,7 +105,7 @@ function slackMetadata(
  * Splits a Slack channel document into SLACK chunks.
  *
  * `doc.segments` holds one segment per message with metadata
- * `{ user, userId, ts, threadTs?, isReply }`; a thread's messages are contiguous.
+ * `{ user, userId, ts, threadTs?, isReply, link? }`; a thread's messages are contiguous.
  * A thread (root + replies) of at most `limits.slack.wholeThreadUnder` units
  * (default 1,500, capped by `limits.size`) becomes one `complete_thread` chunk; a
  * longer thread becomes `message_cluster` chunks of whole messages. Unthreaded
@@ -112,8 +117,8 @@ function slackMetadata(
  *
  * Chunk metadata: `channel`, `participants` (unique user names, in order),
  * `users` (unique user ids), `tsStart`, `tsEnd` (Slack timestamps), `timeStart`,
- * `timeEnd` (ISO 8601 UTC), `threadTs` (thread chunks),
- * `messageCount`. Without segments this falls back to SEMANTIC (`paragraph`).
+ * `timeEnd` (ISO 8601 UTC), `threadTs` (thread chunks), `link` (permalink of the
+ * first message that has one), `messageCount`. Without segments this falls back to SEMANTIC (`paragraph`).
  */
 export function chunkSlack(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
   const msgs = messagesOf(doc);

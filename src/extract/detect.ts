@@ -250,7 +250,8 @@ export function detectSourceType(path: string): SourceType | undefined {
 /**
  * Detects the source type of in-memory content (an email attachment, an upload)
  * from its file name, its first bytes and, when the name says nothing, its MIME
- * type. Rules as in {@link detectSourceType}; a `.zip` is not supported here.
+ * type. Rules as in {@link detectSourceType} (a `.zip` is Slack when its central
+ * directory names `channels.json` and `users.json`).
  * @returns the type, or `undefined` when unsupported. Never throws.
  */
 export function detectSourceTypeOf(
@@ -259,7 +260,12 @@ export function detectSourceTypeOf(
   contentType?: string,
 ): SourceType | undefined {
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, SNIFF_BYTES));
-  if (extname(name).toLowerCase() === ".zip") return undefined;
+  if (extname(name).toLowerCase() === ".zip") {
+    const tail = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+      .subarray(Math.max(0, bytes.byteLength - ZIP_TAIL_BYTES))
+      .toString("latin1");
+    return tail.includes("channels.json") && tail.includes("users.json") ? "slack" : undefined;
+  }
   const byName = detectFromHead(name, () => head);
   if (byName) return byName;
   const mime = (contentType ?? "").toLowerCase().split(";")[0]?.trim() ?? "";

@@ -94,9 +94,8 @@ function contextFor(options: ResolvedExtractOptions, depth: number, bytes?: Uint
  * @param bytes the file content.
  * @param type source type; detected from `name`, the first bytes and `contentType` when omitted.
  * @param options limits and per-format options (see {@link ExtractOptions}).
- * @throws ExtractionError naming `name` when the type is unsupported (a Slack export
- *   or .zip cannot be extracted from memory), the content is binary, over a limit or
- *   cannot be parsed.
+ * @throws ExtractionError naming `name` when the type is unsupported, the content is
+ *   binary, over a limit or cannot be parsed.
  */
 export async function extractBytes(
   name: string,
@@ -113,11 +112,8 @@ export async function extractBytes(
       `unsupported file type (${extname(name) || contentType || "no extension"})`,
     );
   }
-  if (resolved === "slack" && !name.toLowerCase().endsWith(".json")) {
-    throw new ExtractionError(
-      name,
-      "a Slack export folder or .zip must be extracted from disk (extractFile)",
-    );
+  if (resolved === "slack" && !/\.(json|zip)$/i.test(name)) {
+    throw new ExtractionError(name, "Slack content in memory must be a .zip export or a .json history file");
   }
   if (!BINARY_FORMATS.has(resolved) && isBinaryBytes(bytes)) {
     throw new ExtractionError(

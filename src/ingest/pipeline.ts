@@ -195,7 +195,7 @@ export async function ingestPaths(ctx: IngestContext, paths: string[], embed = t
       }
     }
   }
-  for (const e of summary.errors) if (e.reason === "file is empty") gone.add(e.path);
+  for (const e of summary.errors) if (NO_CONTENT.test(e.reason)) gone.add(e.path);
   for (const s of skipped) gone.add(s.path);
   for (const path of gone) {
     if (removeSource(ctx, path)) summary.removed.push(path);
@@ -206,6 +206,9 @@ export async function ingestPaths(ctx: IngestContext, paths: string[], embed = t
   summary.durationMs = Date.now() - started;
   return summary;
 }
+
+/** Failure reasons meaning the source now has nothing to index: its old documents leave the KB. */
+const NO_CONTENT = /^(file is empty|no messages|no text content|no text layer)/;
 
 /**
  * Ingests in-memory documents (e.g. a BEIR corpus): each document is its own
