@@ -21,7 +21,7 @@ const KNOWN_FAILURES: RegExp[] = [
   /^file is empty$/,
   /^not a valid PDF: /,
   /^password-protected$/,
-  /^no messages$/,
+  /^no messages/,
 ];
 
 let dataDir: string;

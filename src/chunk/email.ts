@@ -136,13 +136,17 @@ function quoteRuns(text: string, all: Span, quoted: Span[]): { span: Span; quote
  * entirely quoted keeps its text rather than vanish.
  *
  * An empty or blank body yields zero chunks even when headers are present (the
- * ingest reports such a document as empty).
+ * ingest reports such a document as empty). The email extractor gives a message
+ * without body text the header block as its text; that chunk has no prefix (the
+ * header block is not repeated).
  */
 export function chunkEmail(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
   const text = doc.text;
   const all = trimSpan(text, 0, text.length);
   if (!all) return [];
-  const header = emailHeaderBlock(doc.metadata);
+  // A header-only message (no body) has the header block as its text: no prefix to repeat it.
+  const headerBlock = emailHeaderBlock(doc.metadata);
+  const header = headerBlock !== undefined && text.trim() === headerBlock ? undefined : headerBlock;
   const subject = headerValue(doc.metadata.subject);
   const later = subject ? `Subject: ${subject}` : undefined;
   const quoted = quotedSpans(text);

@@ -97,6 +97,24 @@ function toJson(value: unknown, depth = 0): JsonValue | undefined {
   return out;
 }
 
+/**
+ * The top-level `key: value` lines of front matter that is not valid YAML (e.g. an
+ * unquoted `description: Use when: …`, common in hand-written files): the value is
+ * the rest of the line, surrounding quotes removed; indented, list and empty-valued
+ * lines are left out.
+ */
+function looseFields(body: string): Record<string, JsonValue> {
+  const out: Record<string, JsonValue> = {};
+  for (const line of body.split(/\r?\n/)) {
+    const kv = /^([A-Za-z_][\w.-]*)[ \t]*:[ \t]+(.*?)[ \t]*$/.exec(line);
+    if (!kv?.[1] || !kv[2] || kv[2] === "|" || kv[2] === ">") continue;
+    const v = kv[2];
+    const quoted = v.length >= 2 && (v[0] === '"' || v[0] === "'") && v.endsWith(v[0]);
+    define(out, kv[1], quoted ? v.slice(1, -1) : v);
+  }
+  return out;
+}
+
 /** Parses a YAML front matter body; `line0` is the file line (1-based) of its first line, for messages. */
 function parseYaml(body: string, line0: number): { data: Record<string, JsonValue>; error?: string } {
   const doc = parseDocument(body, {
@@ -109,7 +127,7 @@ function parseYaml(body: string, line0: number): { data: Record<string, JsonValu
     const before = body.slice(0, first.pos[0]);
     const line = line0 + (before.match(/\n/g)?.length ?? 0);
     const message = first.message.split("\n")[0]?.slice(0, MAX_MESSAGE) ?? "parse error";
-    return { data: {}, error: `${message} (line ${line})` };
+    return { data: looseFields(body), error: `${message} (line ${line})` };
   }
   let js: unknown;
   try {
@@ -333,7 +351,9 @@ export const markdownExtractor: Extractor = {
     const doc: ExtractedDocument = { uri: path, text, metadata };
     if (fm?.error !== undefined) {
       const what =
-        fm.format === "toml" ? "TOML front matter was only partly read" : "front matter is not valid YAML";
+        fm.format === "toml"
+          ? "TOML front matter was only partly read"
+          : "front matter is not valid YAML (its top-level key: value lines were read as plain text)";
       doc.warnings = [`${what}: ${fm.error}`];
     }
     return [doc];
