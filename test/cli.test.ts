@@ -185,6 +185,51 @@ describe("kl CLI", () => {
     expect(human.stdout).toMatch(/^subject: Grüße aus München$/m);
   });
 
+  it("extraction options: a KB's Slack workspace URL gives permalinks in search results; limits fail per file", () => {
+    const created = kl(
+      "kb",
+      "create",
+      "team",
+      "--slack-workspace-url",
+      "https://acme.slack.com/",
+      "--max-pages",
+      "50",
+      "--json",
+    );
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout).extraction).toEqual({
+      limits: { maxPages: 50 },
+      slack: { workspaceUrl: "https://acme.slack.com" },
+    });
+    expect(kl("kb", "show", "team").stdout).toMatch(
+      /^extraction: .*max pages 50, .*Slack workspace https:\/\/acme\.slack\.com$/m,
+    );
+    const ingested = kl(
+      "ingest",
+      docsPath("slack/slack_export_viewer_testarchive/export"),
+      "--kb",
+      "team",
+      "--no-embed",
+    );
+    expect(ingested.code, ingested.stderr).toBe(0);
+    const found = kl("search", "what should setup.py do", "--kb", "team", "--mode", "keyword", "--json");
+    expect(found.code, found.stderr).toBe(0);
+    const top = JSON.parse(found.stdout).results[0];
+    expect(top.source).toMatchObject({ type: "slack", channel: "enrique" });
+    expect(top.source.link).toMatch(/^https:\/\/acme\.slack\.com\/archives\/C0JGLMMNX\/p\d{16}/);
+    expect(kl("search", "what should setup.py do", "--kb", "team", "--mode", "keyword").stdout).toContain(
+      "https://acme.slack.com/archives/C0JGLMMNX/p",
+    );
+    // A PDF over --max-pages is a clear error naming the file and the limit.
+    const pdf = docsPath("pdf/pdf-parse_npm_test_data/01-valid.pdf");
+    const limited = kl("extract", pdf, "--max-pages", "1");
+    expect(limited.code).toBe(1);
+    expect(limited.stderr).toMatch(/01-valid\.pdf: too many pages: \d+ \(limit maxPages = 1\)/);
+    expect(kl("kb", "create", "bad", "--slack-workspace-url", "acme").stderr).toContain(
+      "must be an http(s) URL",
+    );
+  });
+
   it("kb create takes EMBEDDING_SEMANTIC options and kb show lists them", () => {
     const r = kl("kb", "create", "notes", "--strategy", "embedding_semantic", "--percentile", "90", "--json");
     expect(r.code, r.stderr).toBe(0);
