@@ -305,3 +305,24 @@ describe("front matter that is not valid YAML (real file)", () => {
     expect(doc?.warnings?.[0]).toMatch(/^front matter is not valid YAML/);
   });
 });
+
+describe("PDF table-of-contents dot leaders", () => {
+  it("collapse to an ellipsis; ordinary dots and ellipses stay", async () => {
+    const { normalizePdfText } = await import("../src/extract/index.js");
+    expect(normalizePdfText("5.5.1 找出最佳 MTU . . . . . . . . 97")).toBe("5.5.1 找出最佳 MTU … 97");
+    expect(normalizePdfText("Intro........12\nwait... ok a.b.c.d")).toBe("Intro … 12\nwait... ok a.b.c.d");
+  });
+
+  it("leave no leader runs in the Debian reference's contents pages", async () => {
+    const [doc] = await extractFile(
+      docsPath("chinese", "debian_reference_zh_cn", "debian-reference.zh-cn.pdf"),
+    );
+    expect(doc?.text).not.toMatch(/(\. ){4,}/);
+    expect(doc?.text).toContain("5.5.1 找出最佳 MTU … 97");
+    expect(doc?.metadata).toMatchObject({
+      title: "Debian 参考手册",
+      author: "Osamu Aoki (青木 修)",
+      pageCount: 251,
+    });
+  });
+});

@@ -71,7 +71,9 @@ const LIGATURES: Readonly<Record<string, string>> = {
  *   letter (`infor-\nmation` → `information`); when it starts with a digit or a
  *   capital the hyphen is kept and the lines are joined (`COVID-\n19` → `COVID-19`);
  * - control characters other than tab and newline are dropped, runs of spaces and
- *   tabs collapse to one space, lines are trimmed, and at most one blank line is kept.
+ *   tabs collapse to one space, lines are trimmed, and at most one blank line is kept;
+ * - dot leaders of a table of contents (`Title . . . . . . 94`, `Title........94`:
+ *   four or more dots) become ` … `, so they do not flood keyword and vector search.
  */
 export function normalizePdfText(text: string): string {
   return (
@@ -81,6 +83,8 @@ export function normalizePdfText(text: string): string {
       // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point.
       .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, "")
       .replace(/[^\S\n]+/g, " ")
+      .replace(/ ?(?:\. ?){4,}/g, " … ")
+      .replace(/ {2,}/g, " ")
       .replace(/ *\n */g, "\n")
       .replace(/\u00AD\n(?=\p{L})/gu, "")
       .replace(/\u00AD/g, "")
