@@ -9,7 +9,7 @@
  * The test suite (test/extract-corpus.test.ts) makes the same run and asserts on
  * it; this script is for reading the figures.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -19,7 +19,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: { json: { type: "boolean", default: false } },
 });
-const root = resolve(import.meta.dirname, "..", "..", "shared", "data", "docs");
+const root = realpathSync(resolve(import.meta.dirname, "..", "..", "shared", "data", "docs"));
 const paths = positionals.length > 0 ? positionals.map((p) => resolve(p)) : [root];
 
 /** The reason without file-specific detail (numbers, quoted names), to group errors. */

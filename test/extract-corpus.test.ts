@@ -4,7 +4,7 @@
  * named per-file error with a known reason, and the documents per type that the
  * corpus must yield. `npm run bench:extract` prints the same run's figures.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +12,8 @@ import type { IngestSummary } from "../src/ingest/pipeline.js";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import type { KbCounts } from "../src/store/catalog.js";
 
-const DOCS = resolve(import.meta.dirname, "..", "..", "shared", "data", "docs");
+// The real path: ingest reports sources by their real path, and ../shared may be a symlink.
+const DOCS = realpathSync(resolve(import.meta.dirname, "..", "..", "shared", "data", "docs"));
 
 /** The reasons a file of this corpus may fail with, each a sentence a user can act on. */
 const KNOWN_FAILURES: RegExp[] = [
