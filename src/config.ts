@@ -256,14 +256,7 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
     try {
       resolveExtractOptions(config.extraction);
     } catch (err) {
-      fail("extraction", (err as Error).message);
-    }
-    const url = config.extraction.slack?.workspaceUrl;
-    if (url !== undefined && !/^https?:\/\/[^\s/]+/.test(url)) {
-      fail(
-        "extraction.slack.workspaceUrl",
-        `must be an http(s) URL such as https://acme.slack.com (got "${url}")`,
-      );
+      throw new ConfigError(`knowledge base "${config.name}": extraction.${(err as Error).message}`);
     }
   }
   const c = config.chunking;

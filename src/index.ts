@@ -12,8 +12,24 @@ export { createEmbedder } from "./embed/index.js";
 export * from "./errors.js";
 export { evaluateBeir, loadBeir } from "./eval/beir.js";
 export { mrrAtK, ndcgAtK, recallAtK } from "./eval/metrics.js";
-export type { Extractor } from "./extract/contract.js";
-export { discoverSources, extractFile } from "./extract/index.js";
+export {
+  DEFAULT_EXTRACTION_LIMITS,
+  type DiscoveredSource,
+  type Discovery,
+  detectSourceType,
+  detectSourceTypeOf,
+  discoverSources,
+  type EmailExtractOptions,
+  type ExtractContext,
+  type ExtractionLimits,
+  type ExtractOptions,
+  type Extractor,
+  extractBytes,
+  extractFile,
+  resolveExtractOptions,
+  type SkippedPath,
+  type SlackExtractOptions,
+} from "./extract/index.js";
 export type { IngestProgress, IngestSummary } from "./ingest/pipeline.js";
 export {
   KnowledgeLayer,

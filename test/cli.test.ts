@@ -230,6 +230,25 @@ describe("kl CLI", () => {
     );
   });
 
+  it("fresh-user reports: a FIFO never hangs ingest, nothing ingestible exits 1, control characters are escaped", () => {
+    const fifo = join(tmp.dir, "pipe.md");
+    spawnSync("mkfifo", [fifo]);
+    const piped = kl("ingest", fifo, "--no-embed");
+    expect(piped.code).toBe(1);
+    expect(piped.stdout).toContain("not a regular file (a pipe, socket or device)");
+    const image = join(tmp.dir, "photo.jpg");
+    writeFileSync(image, Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]));
+    const skipped = kl("ingest", image, "--no-embed");
+    expect(skipped.code).toBe(1);
+    expect(skipped.stdout).toContain("unsupported file type (.jpg)");
+    const hostile = join(tmp.dir, "hostile.txt");
+    writeFileSync(hostile, "before\u001b]0;pwned\u0007after\n");
+    const shown = kl("extract", hostile);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("before\\x1b]0;pwned\\x07after");
+    expect(shown.stdout).not.toContain("\u001b");
+  });
+
   it("kb create takes EMBEDDING_SEMANTIC options and kb show lists them", () => {
     const r = kl("kb", "create", "notes", "--strategy", "embedding_semantic", "--percentile", "90", "--json");
     expect(r.code, r.stderr).toBe(0);

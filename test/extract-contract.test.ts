@@ -154,6 +154,27 @@ describe("detection of the added formats", () => {
   });
 });
 
+describe("Slack .zip sniffing reads the whole central directory", () => {
+  it("finds channels.json and users.json written first in a zip whose directory is over 4 MiB", async () => {
+    const { default: JSZip } = await import("jszip");
+    const zip = new JSZip();
+    zip.file("export/channels.json", '[{"id":"C1","name":"general"}]');
+    zip.file("export/users.json", '[{"id":"U1","name":"ana"}]');
+    const pad = "-a-long-file-name-so-that-the-central-directory-grows-quickly";
+    for (let i = 0; i < 70_000; i++)
+      zip.file(`export/general/${String(i).padStart(6, "0")}${pad}.json`, "[]");
+    const bytes = await zip.generateAsync({ type: "nodebuffer", compression: "STORE" });
+    const file = join(tmp, "late-directory.zip");
+    writeFileSync(file, bytes);
+    expect(isSlackExportZip(file)).toBe(true);
+    expect(detectSourceTypeOf("late-directory.zip", bytes)).toBe("slack");
+    // The same archive without users.json is not a Slack export.
+    zip.remove("export/users.json");
+    const other = await zip.generateAsync({ type: "nodebuffer", compression: "STORE" });
+    expect(detectSourceTypeOf("other.zip", other)).toBeUndefined();
+  }, 60_000);
+});
+
 describe("extraction settings in a knowledge base", () => {
   it("are validated: unknown keys, bad limits and bad workspace URLs are ConfigErrors", () => {
     const base = defaultKbConfig("x");

@@ -78,6 +78,20 @@ function shorten(path: string, max = 40): string {
 }
 
 /** Human-readable ingest summary. */
+/**
+ * Makes text safe to print on a terminal: control characters other than newline
+ * and tab (ESC sequences that retitle the window or move the cursor, C1 controls,
+ * DEL) are shown as `\xHH` instead of being sent raw. Used on every human-readable
+ * output, which prints text taken from documents; `--json` output is escaped by JSON.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+    /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
+}
+
 export function formatIngestSummary(s: IngestSummary): string {
   const lines = [
     `kb "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ${s.removed.length} removed, ` +
@@ -89,14 +103,16 @@ export function formatIngestSummary(s: IngestSummary): string {
   for (const p of s.removed) lines.push(`  removed ${p}`);
   for (const e of s.skipped.slice(0, 20)) lines.push(`  skipped ${e.path}: ${e.reason}`);
   if (s.skipped.length > 20) lines.push(`  … and ${s.skipped.length - 20} more skipped`);
-  return lines.join("\n");
+  return terminalSafe(lines.join("\n"));
 }
 
 /** Human-readable search results with attribution. */
 export function formatSearchResults(r: SearchResponse): string {
   const notes = r.warnings.map((w) => `warning: ${w}`);
   if (r.results.length === 0) {
-    return [...notes, `no results for "${r.query}" in ${r.kbs.join(", ")} (${r.mode})`].join("\n");
+    return terminalSafe(
+      [...notes, `no results for "${r.query}" in ${r.kbs.join(", ")} (${r.mode})`].join("\n"),
+    );
   }
   const out: string[] = [...notes];
   for (const x of r.results) {
@@ -115,7 +131,7 @@ export function formatSearchResults(r: SearchResponse): string {
     out.push("");
   }
   out.push(`${r.results.length} results, ${r.mode}, ${r.tookMs} ms`);
-  return out.join("\n");
+  return terminalSafe(out.join("\n"));
 }
 
 /** Human-readable knowledge base description. */
@@ -210,7 +226,7 @@ export function formatChunks(docs: ChunkedDocument[], measure: SizeMeasure): str
     }
     lines.push("");
   }
-  return lines.join("\n");
+  return terminalSafe(lines.join("\n"));
 }
 
 /**
@@ -236,5 +252,5 @@ export function formatExtracted(docs: ExtractedDocument[]): string {
     for (const warning of doc.warnings ?? []) lines.push(`warning: ${warning}`);
     lines.push("", doc.text, "");
   }
-  return lines.join("\n");
+  return terminalSafe(lines.join("\n"));
 }

@@ -329,8 +329,9 @@ program
         progress.stop();
         if (o.json) console.log(JSON.stringify(summary, null, 2));
         else console.log(formatIngestSummary(summary));
-        if (summary.errors.length > 0 && summary.added + summary.updated + summary.unchanged === 0)
-          process.exitCode = 1;
+        // Exit 1 when nothing could be ingested: every source failed, or every path was skipped.
+        const ingested = summary.added + summary.updated + summary.unchanged;
+        if (ingested === 0 && (summary.errors.length > 0 || summary.skipped.length > 0)) process.exitCode = 1;
       } finally {
         progress.stop();
       }

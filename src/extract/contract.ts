@@ -1,3 +1,4 @@
+import { ConfigError } from "../errors.js";
 import type { ExtractedDocument, SourceType } from "../types.js";
 
 /**
@@ -99,17 +100,27 @@ export interface Extractor {
   extract(path: string, ctx: ExtractContext): Promise<ExtractedDocument[]>;
 }
 
-/** Fills in the defaults of {@link ExtractOptions}. @throws RangeError for a limit that is not a positive integer. */
+/**
+ * Fills in the defaults of {@link ExtractOptions}; a Slack workspace URL loses its trailing `/`.
+ * @throws ConfigError for a limit that is not a positive integer or a workspace URL
+ *   that is not an http(s) URL (`javascript:…` and bare names are refused).
+ */
 export function resolveExtractOptions(options: ExtractOptions = {}): ResolvedExtractOptions {
   const limits = { ...DEFAULT_EXTRACTION_LIMITS, ...stripUndefined(options.limits ?? {}) };
   for (const [key, value] of Object.entries(limits)) {
     if (!Number.isInteger(value) || value <= 0) {
-      throw new RangeError(`extraction limit ${key} must be a positive integer (got ${String(value)})`);
+      throw new ConfigError(`limits.${key} must be a positive integer (got ${String(value)})`);
     }
+  }
+  const workspaceUrl = options.slack?.workspaceUrl;
+  if (workspaceUrl !== undefined && !/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(workspaceUrl)) {
+    throw new ConfigError(
+      `slack.workspaceUrl must be an http(s) URL such as https://acme.slack.com (got "${workspaceUrl}")`,
+    );
   }
   return {
     limits,
-    slack: { ...options.slack },
+    slack: { ...options.slack, ...(workspaceUrl ? { workspaceUrl: workspaceUrl.replace(/\/+$/, "") } : {}) },
     email: { attachments: options.email?.attachments ?? true },
   };
 }

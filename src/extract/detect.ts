@@ -173,7 +173,7 @@ function readHead(path: string): Buffer {
 
 const HEADER_LINE = /^[A-Za-z0-9][A-Za-z0-9-]*:[ \t]?/;
 const MAIL_FIRST_HEADERS =
-  /^(Return-Path|Received|From|To|Date|Subject|Message-ID|Delivered-To|MIME-Version|X-[A-Za-z0-9-]+):/i;
+  /^(Return-Path|Received|From|To|Cc|Bcc|Sender|Reply-To|Date|Subject|Message-ID|In-Reply-To|References|Delivered-To|MIME-Version|Content-Type|Content-Transfer-Encoding|DKIM-Signature|Authentication-Results|ARC-[A-Za-z-]+|Thread-[A-Za-z]+|X-[A-Za-z0-9-]+):/i;
 
 /**
  * True when `head` (the start of a file) looks like a mail message: an mbox
@@ -261,10 +261,9 @@ export function detectSourceTypeOf(
 ): SourceType | undefined {
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, SNIFF_BYTES));
   if (extname(name).toLowerCase() === ".zip") {
-    const tail = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-      .subarray(Math.max(0, bytes.byteLength - ZIP_TAIL_BYTES))
-      .toString("latin1");
-    return tail.includes("channels.json") && tail.includes("users.json") ? "slack" : undefined;
+    const all = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const read = (position: number, length: number): Buffer => all.subarray(position, position + length);
+    return zipLooksLikeSlack(read, all.length) ? "slack" : undefined;
   }
   const byName = detectFromHead(name, () => head);
   if (byName) return byName;
@@ -317,24 +316,66 @@ export function looksLikeSlackHistory(head: string): boolean {
   return false;
 }
 
-/** Bytes read from the end of a .zip to find its central directory's file names. */
+/** Bytes read from the end of a .zip when its central directory cannot be located. */
 const ZIP_TAIL_BYTES = 4 * 1024 * 1024;
+
+/** Largest central directory read when sniffing a .zip (64 MiB: about a million entries). */
+const ZIP_MAX_DIRECTORY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Locates a zip's central directory from its End of Central Directory record
+ * (PKWARE APPNOTE 4.3.16; the record is in the last 65,557 bytes): `[offset, size]`,
+ * or `undefined` when there is no record or the zip is ZIP64 (fields 0xFFFFFFFF).
+ */
+function centralDirectory(
+  read: (position: number, length: number) => Buffer,
+  size: number,
+): [number, number] | undefined {
+  const tailLength = Math.min(size, 65_557);
+  const tail = read(size - tailLength, tailLength);
+  const at = tail.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  if (at < 0 || at + 22 > tail.length) return undefined;
+  const dirSize = tail.readUInt32LE(at + 12);
+  const dirOffset = tail.readUInt32LE(at + 16);
+  if (dirSize === 0xffffffff || dirOffset === 0xffffffff || dirOffset + dirSize > size) return undefined;
+  return [dirOffset, dirSize];
+}
+
+/** True when a zip's central directory bytes name both `channels.json` and `users.json`. */
+function namesSlackFiles(directory: Buffer): boolean {
+  const names = directory.toString("latin1");
+  return names.includes("channels.json") && names.includes("users.json");
+}
+
+/**
+ * True when a zip (its bytes read through `read`) names both `channels.json` and
+ * `users.json` in its central directory (read whole, up to 64 MiB, wherever the
+ * entries sit), else in its last 4 MiB.
+ */
+function zipLooksLikeSlack(read: (position: number, length: number) => Buffer, size: number): boolean {
+  const dir = centralDirectory(read, size);
+  if (dir && dir[1] <= ZIP_MAX_DIRECTORY_BYTES) return namesSlackFiles(read(dir[0], dir[1]));
+  const n = Math.min(size, ZIP_TAIL_BYTES);
+  return namesSlackFiles(read(size - n, n));
+}
 
 /**
  * True when the `.zip` at `path` looks like a Slack workspace export: its central
- * directory (read from the last 4 MiB) names both `channels.json` and
- * `users.json`. A cheap sniff; the Slack extractor checks properly. Never throws.
+ * directory names both `channels.json` and `users.json`. A cheap sniff that reads
+ * only the directory; the Slack extractor checks properly. Never throws.
  */
 export function isSlackExportZip(path: string): boolean {
   let fd: number | undefined;
   try {
     const size = statSync(path).size;
-    const n = Math.min(size, ZIP_TAIL_BYTES);
-    fd = openSync(path, "r");
-    const buf = Buffer.alloc(n);
-    readSync(fd, buf, 0, n, size - n);
-    const names = buf.toString("latin1");
-    return names.includes("channels.json") && names.includes("users.json");
+    const handle = openSync(path, "r");
+    fd = handle;
+    const read = (position: number, length: number): Buffer => {
+      const buf = Buffer.alloc(length);
+      const n = readSync(handle, buf, 0, length, position);
+      return buf.subarray(0, n);
+    };
+    return zipLooksLikeSlack(read, size);
   } catch {
     return false;
   } finally {

@@ -2,7 +2,7 @@
  * Extraction stage entry points: find the sources under some paths
  * ({@link discoverSources}) and turn one source into documents ({@link extractFile}).
  */
-import { open, readdir, readFile, realpath, stat } from "node:fs/promises";
+import { lstat, open, readdir, readFile, realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { ExtractionError, KnowledgeLayerError } from "../errors.js";
@@ -149,7 +149,10 @@ export async function extractFile(
   try {
     info = await stat(abs);
   } catch (err) {
-    throw new ExtractionError(abs, "file not found", { cause: err });
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason =
+      code === "ELOOP" ? "symbolic link loop" : code === "EACCES" ? "permission denied" : "file not found";
+    throw new ExtractionError(abs, reason, { cause: err });
   }
   if (info.isDirectory() && type === undefined && !isSlackExport(abs)) {
     throw new ExtractionError(
@@ -270,8 +273,27 @@ async function classifyFile(path: string, out: Discovery): Promise<void> {
   out.sources.push({ path, type });
 }
 
-/** Walks a folder depth-first, honouring `.gitignore` files and the always-skipped folders. */
-async function walk(dir: string, scopes: IgnoreScope[], visited: Set<string>, out: Discovery): Promise<void> {
+/** Reason given for entries that are not regular files or folders. */
+const NOT_REGULAR = "not a regular file (a pipe, socket or device)";
+
+/** True when `path` is `root` or inside it (both real paths). */
+function isInside(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+/**
+ * Walks a folder depth-first, honouring `.gitignore` files and the always-skipped
+ * folders. Symbolic links are followed only while they stay inside `root` (the
+ * real path of the folder given by the user): a link out of it (to `/etc`, `~/.ssh`)
+ * is listed as skipped, never read.
+ */
+async function walk(
+  dir: string,
+  root: string,
+  scopes: IgnoreScope[],
+  visited: Set<string>,
+  out: Discovery,
+): Promise<void> {
   let real: string;
   try {
     real = await realpath(dir);
@@ -291,11 +313,40 @@ async function walk(dir: string, scopes: IgnoreScope[], visited: Set<string>, ou
   }
   for (const name of entries) {
     const path = join(dir, name);
+    let link: Awaited<ReturnType<typeof lstat>>;
+    try {
+      link = await lstat(path);
+    } catch {
+      out.skipped.push({
+        path,
+        reason: name.includes("\uFFFD")
+          ? "file name is not valid UTF-8 (it cannot be opened by name)"
+          : "unreadable",
+      });
+      continue;
+    }
+    if (link.isSymbolicLink()) {
+      const target = await realpath(path).catch(() => undefined);
+      if (target === undefined) {
+        out.skipped.push({ path, reason: "broken symbolic link (or a link loop)" });
+        continue;
+      }
+      if (!isInside(target, root)) {
+        out.skipped.push({ path, reason: `symbolic link to ${target}, outside the folder (not followed)` });
+        continue;
+      }
+      const targetInfo = await stat(target).catch(() => undefined);
+      if (targetInfo?.isFile()) {
+        // The file itself is in the folder and is found under its own name.
+        out.skipped.push({ path, reason: `symbolic link to ${target} (indexed once, under its own name)` });
+        continue;
+      }
+    }
     let info: Awaited<ReturnType<typeof stat>>;
     try {
-      info = await stat(path); // follows symlinks; `visited` breaks cycles
+      info = link.isSymbolicLink() ? await stat(path) : link; // `visited` breaks cycles
     } catch {
-      out.skipped.push({ path, reason: "broken link or unreadable" });
+      out.skipped.push({ path, reason: "broken symbolic link (or a link loop)" });
       continue;
     }
     if (info.isDirectory()) {
@@ -308,7 +359,7 @@ async function walk(dir: string, scopes: IgnoreScope[], visited: Set<string>, ou
         out.sources.push({ path, type: "slack" });
         continue;
       }
-      await walk(path, active, visited, out);
+      await walk(path, root, active, visited, out);
     } else if (info.isFile()) {
       if (name === ".gitignore") continue;
       if (isIgnored(path, false, active)) {
@@ -316,6 +367,8 @@ async function walk(dir: string, scopes: IgnoreScope[], visited: Set<string>, ou
         continue;
       }
       await classifyFile(path, out);
+    } else {
+      out.skipped.push({ path, reason: NOT_REGULAR });
     }
   }
 }
@@ -328,8 +381,12 @@ async function walk(dir: string, scopes: IgnoreScope[], visited: Set<string>, ou
  * `.gitignore` files in walked folders are honoured (for the folder and below);
  * `.git`, `node_modules` and `.kl` folders are always skipped silently. Files with
  * an unsupported type, binary files (a NUL byte in the first 8 KB; PDFs exempt)
- * and gitignored paths are reported in `skipped` with a reason. A path given
- * explicitly is classified the same way, but `.gitignore` does not apply to it.
+ * and gitignored paths are reported in `skipped` with a reason, as are pipes,
+ * sockets and devices (never opened, so a FIFO cannot hang the walk), broken
+ * symbolic links, names that are not valid UTF-8, and symbolic links that lead
+ * outside the folder given (not followed: a link to `/etc` in a repository does
+ * not pull `/etc` in). A path given explicitly is classified the same way, but
+ * `.gitignore` does not apply to it.
  *
  * @returns absolute paths, each listed once, both lists sorted by path.
  * @throws KnowledgeLayerError naming the path when one of `paths` does not exist.
@@ -348,9 +405,11 @@ export async function discoverSources(paths: string[]): Promise<Discovery> {
     }
     if (info.isDirectory()) {
       if (isSlackExport(abs)) out.sources.push({ path: abs, type: "slack" });
-      else await walk(abs, [], visited, out);
-    } else {
+      else await walk(abs, abs, [], visited, out);
+    } else if (info.isFile()) {
       await classifyFile(abs, out);
+    } else {
+      out.skipped.push({ path: abs, reason: NOT_REGULAR });
     }
   }
   const bySource = new Map(out.sources.map((s) => [s.path, s]));
