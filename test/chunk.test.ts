@@ -439,6 +439,23 @@ describe("DOCUMENT", () => {
     expect(merged[0]?.text).toBe(text);
   });
 
+  test("a chunk that starts with two sibling headings takes the heading path where it starts", async () => {
+    // A DOCX with a Title style gives this shape: `# Title`, then `# First heading`.
+    const text = "# Title\n\n# Intro\n\nx\n\n## Details\n\ny\n";
+    for (const lead of ["", "Preamble.\n\n"]) {
+      const d = doc(lead + text, "markdown");
+      const chunks = await run("document", d, cfg(1500, 150, 500));
+      checkInvariants(d, chunks, cfg(1500, 150, 500));
+      expect(chunks.map((c) => [chunkBody(c), c.contextPrefix, c.metadata.headingPath])).toEqual([
+        [`${lead}# Title\n\n# Intro\n\nx`, undefined, ["Title"]],
+        ["## Details\n\ny", "Intro", ["Intro", "Details"]],
+      ]);
+    }
+    // Small top-level siblings still merge into one chunk, named after the first one.
+    const siblings = await run("document", doc("# A\n\na\n\n# B\n\nb\n", "markdown"), cfg(1500, 150, 500));
+    expect(siblings.map((c) => [c.contextPrefix, c.metadata.headingPath])).toEqual([[undefined, ["A"]]]);
+  });
+
   test("a heading without content joins its first subsection", async () => {
     const text = "# Book\n\n## Chapter\n\nBody text.";
     const chunks = await run("document", doc(text, "markdown"), cfg(500));

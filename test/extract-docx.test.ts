@@ -239,6 +239,20 @@ describe("docx", () => {
     expect(zeroBytes.reason).toBe("file is empty");
   });
 
+  it("reports malformed XML inside the package on one line naming the part", async () => {
+    // Mismatched end tags in the body.
+    const broken = await buildDocx("<w:p><w:r><w:t>Hi</w:r></w:p>");
+    const err = await extractionError(() => extractBytes("broken.docx", broken));
+    expect(err.reason).toMatch(/^not a valid DOCX: malformed XML in word\/document\.xml: \S[^\n]*$/);
+    expect(err.reason).not.toMatch(/xmldom|undefined|@#/);
+    // A broken part other than the body is named too.
+    const zip = await JSZip.loadAsync(await buildDocx(para("Fine")));
+    zip.file("word/styles.xml", `<w:styles xmlns:w="${W}"><w:style w:styleId=Normal/></w:styles>`);
+    const styles = await zip.generateAsync({ type: "nodebuffer", compression: "DEFLATE" });
+    const stylesErr = await extractionError(() => extractBytes("styles.docx", styles));
+    expect(stylesErr.reason).toMatch(/^not a valid DOCX: malformed XML in word\/styles\.xml: \S[^\n]*$/);
+  });
+
   it("refuses a package whose unpacked size is over maxUnpackedBytes (zip bomb)", async () => {
     const bomb = await buildDocx(para("a".repeat(200_000)));
     expect(bomb.length).toBeLessThan(20_000);

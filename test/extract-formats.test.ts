@@ -277,6 +277,28 @@ describe("markdown front matter", () => {
     expect(parseFrontMatter("# No front matter\n")).toBeUndefined();
   });
 
+  it("caps the nesting of front matter values (a self-referencing alias) and warns", async () => {
+    const depth = (v: unknown): number =>
+      v !== null && typeof v === "object" ? 1 + Math.max(0, ...Object.values(v).map(depth)) : 0;
+    for (const alias of ["loop: &x [*x]", "loop: &x { again: *x }"]) {
+      const content = `---\ntitle: Loop\n${alias}\ntags: [a]\n---\n# Loop\n`;
+      const [doc] = await extractBytes("loop.md", Buffer.from(content));
+      const fm = doc?.metadata.frontMatter as Record<string, unknown>;
+      expect(fm.title).toBe("Loop");
+      expect(fm.tags).toEqual(["a"]);
+      // The value itself plus at most 19 levels inside it: 20 levels in all.
+      expect(depth(fm.loop)).toBe(20);
+      expect(JSON.stringify(doc?.metadata).length).toBeLessThan(500);
+      expect(doc?.warnings).toEqual([
+        "front matter: values nested deeper than 20 levels were dropped (a self-referencing alias?)",
+      ]);
+    }
+    // Ordinary nesting is untouched and warns about nothing.
+    const nested = parseFrontMatter("---\na:\n  b:\n    c: [1, [2]]\n---\n");
+    expect(nested?.data).toEqual({ a: { b: { c: [1, [2]] } } });
+    expect(nested?.truncated).toBeUndefined();
+  });
+
   it("extracts a front-matter file from disk unchanged", async () => {
     const { dir, cleanup } = tempDir();
     try {

@@ -88,6 +88,28 @@ async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionEr
   throw new Error("expected an ExtractionError");
 }
 
+/**
+ * Rewrites the uncompressed size that the local header (offset 22) and the central
+ * directory entry (offset 24) of zip entry `entry` declare; returns how many were patched.
+ */
+function forgeEntrySize(path: string, entry: string, size: number): number {
+  const bytes = readFileSync(path);
+  const name = Buffer.from(entry);
+  let patched = 0;
+  for (let i = 0; i + 46 < bytes.length; i++) {
+    const sig = bytes.readUInt32LE(i);
+    if (sig === 0x04034b50 && bytes.subarray(i + 30, i + 30 + name.length).equals(name)) {
+      bytes.writeUInt32LE(size, i + 22);
+      patched++;
+    } else if (sig === 0x02014b50 && bytes.subarray(i + 46, i + 46 + name.length).equals(name)) {
+      bytes.writeUInt32LE(size, i + 24);
+      patched++;
+    }
+  }
+  writeFileSync(path, bytes);
+  return patched;
+}
+
 const segmentText = (doc: ExtractedDocument, s: Segment | undefined): string =>
   s ? doc.text.slice(s.start, s.end) : "";
 const byTs = (doc: ExtractedDocument, ts: string): Segment | undefined =>
@@ -525,6 +547,25 @@ describe("Slack API conversations.history dumps (archlinuxjp)", () => {
     ]);
   });
 
+  it("warns that there are no permalinks when a workspace URL is set but the dump has no channel id", async () => {
+    const path = ARCH("20200401_general.json");
+    const [plain] = await extractFile(path);
+    expect(plain?.warnings).toBeUndefined();
+    const [doc] = await extractFile(path, undefined, {
+      slack: { workspaceUrl: "https://archlinuxjp.slack.com" },
+    });
+    expect(doc?.metadata.channelId).toBeUndefined();
+    expect(doc?.segments?.every((s) => s.metadata.link === undefined)).toBe(true);
+    expect(doc?.warnings).toEqual(["no permalinks: the channel id is unknown"]);
+    // The same for an export channel whose channels.json record has no id.
+    const dir = writeExport({ ...B22, "channels.json": [{ name: "ops" }] });
+    const [exported] = await extractFile(dir, undefined, {
+      slack: { workspaceUrl: "https://acme.slack.com" },
+    });
+    expect(exported?.metadata.messageCount).toBe(4);
+    expect(exported?.warnings).toEqual(["no permalinks: the channel id is unknown"]);
+  });
+
   it("reads an export day file on its own, with the export's names", async () => {
     const [doc] = await extractFile(join(EXPORT_DIR, "enrique", "2016-01-14.json"), undefined, {
       slack: { workspaceUrl: "https://mesos-magellan.slack.com" },
@@ -676,5 +717,77 @@ describe("bad input and limits", () => {
     writeFileSync(path, "channels.json users.json but not a zip at all");
     const err = await extractionError(() => extractFile(path, "slack"));
     expect(err.reason).toMatch(/^not a readable \.zip archive/);
+  });
+});
+
+describe("files over maxFileBytes inside an export", () => {
+  const limits = { maxFileBytes: 2000 };
+  /** A day file of about 5 KB, over the 2,000-byte limit (B22's own files are under 1 KB). */
+  const bigDay = JSON.stringify(
+    Array.from({ length: 60 }, (_, i) => ({
+      type: "message",
+      user: "U01AAA",
+      ts: `1715430000.${String(i).padStart(6, "0")}`,
+      text: "a day file over the limit",
+    })),
+  );
+  const TOO_LARGE =
+    /^ops\/2024-05-11\.json: too large: \d+\.\d KiB \(limit maxFileBytes = 2\.0 KiB\); day skipped$/;
+
+  it("skips an oversized day file with a warning, in a folder and a zip, like an invalid one", async () => {
+    expect(bigDay.length).toBeGreaterThan(4000);
+    const files = { ...B22, "ops/2024-05-11.json": bigDay, "ops/2024-05-12.json": "[{ not json" };
+    const [folder, ...more] = await extractFile(writeExport(files), undefined, { limits });
+    expect(more).toHaveLength(0);
+    expect(folder?.metadata.messageCount).toBe(4);
+    expect(folder?.warnings).toEqual([
+      expect.stringMatching(TOO_LARGE),
+      expect.stringMatching(/^ops\/2024-05-12\.json: invalid JSON .*; day skipped$/),
+    ]);
+    const [zipped] = await extractFile(await writeZip(files, "oversized-day.zip"), undefined, { limits });
+    expect(zipped?.text).toBe(folder?.text);
+    expect(zipped?.warnings).toEqual(folder?.warnings);
+    // An optional groups.json over the limit is skipped too.
+    const groups = writeExport({
+      ...B22,
+      "groups.json": JSON.stringify([{ id: "G1", name: "x".repeat(3000) }]),
+    });
+    const [withGroups] = await extractFile(groups, undefined, { limits });
+    expect(withGroups?.warnings).toEqual([
+      expect.stringMatching(/^groups\.json: too large: .* \(limit maxFileBytes = 2\.0 KiB\); skipped$/),
+    ]);
+  });
+
+  it("still refuses users.json or channels.json over the limit", async () => {
+    const users = [{ id: "U01AAA", real_name: "x".repeat(3000) }];
+    const dir = writeExport({ ...B22, "users.json": users });
+    const err = await extractionError(() => extractFile(dir, undefined, { limits }));
+    expect(err.path).toBe(dir);
+    expect(err.reason).toMatch(/^users\.json too large: 3\.0 KiB \(limit maxFileBytes = 2\.0 KiB\)$/);
+    const zip = await writeZip({ ...B22, "channels.json": [{ id: "C1", name: "x".repeat(3000) }] });
+    const zipErr = await extractionError(() => extractFile(zip, undefined, { limits }));
+    expect(zipErr.reason).toMatch(
+      /^zip entry channels\.json too large: .* \(limit maxFileBytes = 2\.0 KiB\)$/,
+    );
+  });
+
+  it("reports an entry whose header under-states its size as 'more than' the limit", async () => {
+    const path = await writeZip({ ...B22, "ops/2024-05-11.json": bigDay }, "forged-day.zip");
+    expect(forgeEntrySize(path, "ops/2024-05-11.json", 100)).toBe(2);
+    const [doc] = await extractFile(path, undefined, { limits });
+    expect(doc?.metadata.messageCount).toBe(4);
+    expect(doc?.warnings).toEqual([
+      "ops/2024-05-11.json: too large: more than 2.0 KiB (limit maxFileBytes = 2.0 KiB); day skipped",
+    ]);
+    // A required file forged the same way is refused, with the same wording.
+    const users = await writeZip(
+      { ...B22, "users.json": [{ id: "U01AAA", real_name: "x".repeat(3000) }] },
+      "forged-users.zip",
+    );
+    expect(forgeEntrySize(users, "users.json", 50)).toBe(2);
+    const err = await extractionError(() => extractFile(users, undefined, { limits }));
+    expect(err.reason).toBe(
+      "zip entry users.json too large: more than 2.0 KiB (limit maxFileBytes = 2.0 KiB)",
+    );
   });
 });

@@ -246,6 +246,8 @@ interface Section extends Span {
   level: number;
   /** Set when small sibling sections were merged: their common parent path. */
   merged?: string[];
+  /** Heading path of the first section of a merged group. */
+  firstPath?: string[];
   /** Span of the last section merged into this one. */
   lastMember?: Span;
 }
@@ -337,6 +339,7 @@ function mergeSiblings(text: string, sections: Section[], limits: ChunkLimits): 
           level: s.level,
           path: s.path,
           merged: parent,
+          firstPath: prev.firstPath ?? prev.path,
           lastMember: { start: s.start, end: s.end },
         };
         continue;
@@ -395,13 +398,27 @@ function splitTable(
   return pieces;
 }
 
+/**
+ * `headingPath` of the chunks of a section. A merged sibling group takes its
+ * parent's path; top-level siblings have no parent heading, and an empty path would
+ * describe text before the first heading (a preamble, which joins the following
+ * section), so they take the path of the first sibling: where the chunk starts.
+ */
+function headingPathOf(sec: Section): string[] {
+  if (!sec.merged) return sec.path;
+  return sec.merged.length > 0 ? sec.merged : (sec.firstPath ?? sec.path);
+}
+
 /** Chunks one section (or merged sibling group). */
 function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] {
+  // The prefix path: a merged group begins with its first sibling's heading line, so
+  // its prefix is the parent path (never a heading the body itself starts with).
   const path = sec.merged ?? sec.path;
   const prefix = pathPrefix(path, limits);
   const budget = bodyBudget(limits, prefix);
   const size = spanMeasurer(text, limits.measure);
-  const metadata = (): Record<string, unknown> => ({ headingPath: [...path] });
+  const headingPath = headingPathOf(sec);
+  const metadata = (): Record<string, unknown> => ({ headingPath: [...headingPath] });
   // A chunk that starts with the section's own heading line already shows that heading: its
   // prefix is the parent path only, so the heading is not embedded twice.
   const heading = !sec.merged && sec.blocks[0]?.kind === "heading" ? sec.blocks[0] : undefined;
@@ -450,7 +467,9 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
  * heading-like lines inside fenced code — ``` or ~~~, any fence length — are ignored). A heading with no content
  * of its own joins the following subsection; with `minSize` > 0, consecutive
  * sibling sections shorter than `minSize` merge while they fit (headingPath then is
- * their parent's path). A section longer than the budget is split block-aware:
+ * their parent's path, or for top-level siblings the first sibling's path, since
+ * an empty path means text before the first heading; the prefix is the parent
+ * path). A section longer than the budget is split block-aware:
  * whole paragraphs/fences/tables are grouped; an oversized paragraph is cut at
  * sentence ends, an oversized fence at line boundaries, an oversized table between
  * rows with the header row repeated in the continuation chunks' prefix.

@@ -3,6 +3,7 @@
  * with Markdown headings by {@link htmlToText}, so the document chunker sees the
  * section structure. Title and author come from `docProps/core.xml`.
  */
+import { createRequire } from "node:module";
 import mammoth from "mammoth";
 import yauzl from "yauzl";
 import { ExtractionError } from "../errors.js";
@@ -134,6 +135,62 @@ async function inspectPackage(path: string, bytes: Buffer, ctx: ExtractContext):
 }
 
 /**
+ * The problem named by an XML parser error of mammoth (xmldom), on one line:
+ * `warning: [xmldom warning]\tunclosed xml attribute\n@#[line:…]` → `unclosed xml attribute`.
+ * `undefined` when the message is not an XML parser error.
+ */
+function xmlProblem(message: string): string | undefined {
+  const m = /\[xmldom (?:warning|error|fatalError)\][ \t]*([^\n]*)/.exec(message);
+  if (!m) return undefined;
+  return nonBlank(m[1]?.replace(/\s+/g, " ")) ?? "parse error";
+}
+
+/** The XML parse function mammoth itself uses (same parser, same messages), when it can be loaded. */
+function mammothXmlParser(): ((xml: string) => unknown) | undefined {
+  try {
+    const mod = createRequire(import.meta.url)("mammoth/lib/xml/xmldom.js") as { parseFromString?: unknown };
+    const parse = mod.parseFromString;
+    return typeof parse === "function" ? (xml: string) => parse(xml) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Name of the part of the package (`word/document.xml`…) whose XML fails to parse
+ * with exactly the error `message` mammoth reported (mammoth does not name the part),
+ * or `undefined` when none is found. Only `.xml`/`.rels` parts are read; the package
+ * was already checked against the size limits by {@link inspectPackage}. Never throws.
+ */
+async function malformedPart(bytes: Buffer, message: string): Promise<string | undefined> {
+  const parse = mammothXmlParser();
+  if (!parse) return undefined;
+  let zip: yauzl.ZipFile | undefined;
+  try {
+    zip = await yauzl.fromBufferPromise(bytes, {
+      lazyEntries: true,
+      autoClose: false,
+      strictFileNames: false,
+    });
+    for await (const entry of zip.eachEntry()) {
+      if (!/\.(?:xml|rels)$/i.test(entry.fileName)) continue;
+      // Decoded like mammoth does: UTF-8, a byte order mark dropped.
+      const xml = (await readEntry(zip, entry)).toString("utf8").replace(/^\uFEFF/, "");
+      try {
+        parse(xml);
+      } catch (err) {
+        if (err instanceof Error && err.message === message) return entry.fileName;
+      }
+    }
+  } catch {
+    // Attribution is best effort: the error is reported without the part name.
+  } finally {
+    zip?.close();
+  }
+  return undefined;
+}
+
+/**
  * Mammoth messages that mean content was lost (not merely unstyled): ignored
  * elements, unsupported symbols and broken table structure. Messages about styles
  * and images are dropped (styles do not change the text; images are not extracted).
@@ -182,7 +239,9 @@ function countWords(text: string): number {
  *
  * @throws ExtractionError "password-protected or legacy .doc (OLE) file" (an
  *   encrypted .docx or a binary .doc renamed), "not a valid DOCX: …" (not a zip,
- *   corrupt, no Word document inside), "no text content" (an empty document),
+ *   corrupt, no Word document inside; malformed XML gives one line naming the part
+ *   when it can be found and the parser's complaint: "not a valid DOCX: malformed
+ *   XML in word/document.xml: unclosed xml attribute"), "no text content" (an empty document),
  *   "unpacked DOCX too large: … (limit maxUnpackedBytes = …)", "too many archive
  *   entries: …", or "file too large" over `maxFileBytes`.
  */
@@ -211,7 +270,12 @@ export const docxExtractor: Extractor = {
         },
       );
     } catch (err) {
-      throw asExtractionError(path, err, "not a valid DOCX");
+      const message = err instanceof Error ? err.message : String(err);
+      const problem = xmlProblem(message);
+      if (problem === undefined) throw asExtractionError(path, err, "not a valid DOCX");
+      const part = await malformedPart(bytes, message);
+      const where = part ? ` in ${part}` : "";
+      throw new ExtractionError(path, `not a valid DOCX: malformed XML${where}: ${problem}`, { cause: err });
     }
     let text: string;
     try {

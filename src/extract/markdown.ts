@@ -28,6 +28,11 @@ export interface FrontMatter {
   fields: Record<string, string>;
   /** Why the block could not be parsed (`data` is then `{}`); absent when it parsed. */
   error?: string;
+  /**
+   * Set when values nested deeper than 20 levels ({@link MAX_FRONT_MATTER_DEPTH}) were
+   * dropped from `data` (e.g. a self-referencing YAML alias): says so, for a warning.
+   */
+  truncated?: string;
   /** Offset (UTF-16 code units) just past the closing `---`/`...`/`+++` line; 0 when there is no front matter. */
   end: number;
 }
@@ -63,14 +68,34 @@ function define(obj: Record<string, JsonValue>, key: string, value: JsonValue): 
 }
 
 /**
+ * Deepest nesting kept in front matter values: a value inside more than this many
+ * lists/maps (counted from the top-level mapping's values, which are at depth 1) is
+ * dropped. Real front matter is a few levels deep; a self-referencing alias
+ * (`a: &x [*x]`) would otherwise become a huge nested value in the metadata.
+ */
+const MAX_FRONT_MATTER_DEPTH = 20;
+
+/** Marks a value dropped by {@link toJson} for being nested too deeply. */
+const TOO_DEEP = Symbol("too deep");
+
+/**
  * Converts a value produced by the YAML parser into JSON: dates → ISO strings
  * (an invalid date → `null`), non-finite numbers → `"Infinity"`/`"NaN"`, bigints
  * and other objects → strings, maps → objects with string keys. `undefined` entries
- * of objects are dropped (in arrays they become `null`).
+ * of objects are dropped (in arrays they become `null`). Values at a depth over
+ * {@link MAX_FRONT_MATTER_DEPTH} are dropped (left out of their list or map) and
+ * `state.truncated` is set.
  */
-function toJson(value: unknown, depth = 0): JsonValue | undefined {
+function toJson(
+  value: unknown,
+  depth: number,
+  state: { truncated: boolean },
+): JsonValue | undefined | typeof TOO_DEEP {
+  if (depth > MAX_FRONT_MATTER_DEPTH) {
+    state.truncated = true;
+    return TOO_DEEP;
+  }
   if (value === null) return null;
-  if (depth > 100) return String(value);
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -86,13 +111,18 @@ function toJson(value: unknown, depth = 0): JsonValue | undefined {
   }
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   if (Array.isArray(value) || value instanceof Set) {
-    return Array.from(value as Iterable<unknown>, (v) => toJson(v, depth + 1) ?? null);
+    const items: JsonValue[] = [];
+    for (const v of value as Iterable<unknown>) {
+      const json = toJson(v, depth + 1, state);
+      if (json !== TOO_DEEP) items.push(json ?? null);
+    }
+    return items;
   }
   const out: Record<string, JsonValue> = {};
   const entries = value instanceof Map ? [...value.entries()] : Object.entries(value as object);
   for (const [k, v] of entries) {
-    const json = toJson(v, depth + 1);
-    if (json !== undefined) define(out, String(k), json);
+    const json = toJson(v, depth + 1, state);
+    if (json !== undefined && json !== TOO_DEEP) define(out, String(k), json);
   }
   return out;
 }
@@ -115,8 +145,11 @@ function looseFields(body: string): Record<string, JsonValue> {
   return out;
 }
 
+/** A parsed front matter body: see the fields of the same name in {@link FrontMatter}. */
+type ParsedBody = Pick<FrontMatter, "data" | "error" | "truncated">;
+
 /** Parses a YAML front matter body; `line0` is the file line (1-based) of its first line, for messages. */
-function parseYaml(body: string, line0: number): { data: Record<string, JsonValue>; error?: string } {
+function parseYaml(body: string, line0: number): ParsedBody {
   const doc = parseDocument(body, {
     customTags: ["timestamp"],
     uniqueKeys: false,
@@ -139,7 +172,13 @@ function parseYaml(body: string, line0: number): { data: Record<string, JsonValu
   if (typeof js !== "object" || Array.isArray(js) || js instanceof Date) {
     return { data: {}, error: "not a mapping of keys to values" };
   }
-  return { data: toJson(js) as Record<string, JsonValue> };
+  const state = { truncated: false };
+  const data = toJson(js, 0, state) as Record<string, JsonValue>;
+  if (!state.truncated) return { data };
+  return {
+    data,
+    truncated: `values nested deeper than ${MAX_FRONT_MATTER_DEPTH} levels were dropped (a self-referencing alias?)`,
+  };
 }
 
 /** A TOML value in the simple subset {@link parseToml} reads; `undefined` when not understood. */
@@ -178,7 +217,7 @@ function tomlValue(raw: string): JsonValue | undefined {
  * `[table]` headers. Other lines (multi-line strings and arrays, inline tables…) are
  * skipped and reported in `error`.
  */
-function parseToml(body: string, line0: number): { data: Record<string, JsonValue>; error?: string } {
+function parseToml(body: string, line0: number): ParsedBody {
   const data: Record<string, JsonValue> = {};
   let table = data;
   const skipped: number[] = [];
@@ -215,9 +254,10 @@ function scalarFields(data: Record<string, JsonValue>): Record<string, string> {
 /**
  * Parses the front matter at the top of a Markdown text: YAML between `---` on the
  * first line and a closing `---` or `...` line (with the `yaml` package, YAML 1.2
- * core schema plus timestamps; duplicate keys keep the last value), or TOML between
- * `+++` lines (a simple subset: see `FrontMatter`). Never throws: a block that
- * does not parse gives `data: {}` and an `error` message.
+ * core schema plus timestamps; duplicate keys keep the last value; values nested
+ * deeper than {@link MAX_FRONT_MATTER_DEPTH} levels are dropped and `truncated` says
+ * so), or TOML between `+++` lines (a simple subset: see `FrontMatter`). Never
+ * throws: a block that does not parse gives `data: {}` and an `error` message.
  * @returns `undefined` when the text has no (closed) front matter block.
  */
 export function parseFrontMatter(text: string): FrontMatter | undefined {
@@ -231,6 +271,7 @@ export function parseFrontMatter(text: string): FrontMatter | undefined {
     data: parsed.data,
     fields: scalarFields(parsed.data),
     error: parsed.error,
+    truncated: parsed.truncated,
     end: block.end,
   });
 }
@@ -334,7 +375,9 @@ export function markdownTitle(text: string): string | undefined {
  * `tags` or `keywords`, a list or a comma-separated string), `description`, `date`
  * (a YAML timestamp as an ISO-8601 string, any other value as written).
  * Front matter that does not parse adds a warning
- * ("front matter is not valid YAML: …") and is otherwise ignored.
+ * ("front matter is not valid YAML: …") and is otherwise ignored; values nested
+ * deeper than {@link MAX_FRONT_MATTER_DEPTH} levels are dropped with a warning
+ * ("front matter: values nested deeper than 20 levels were dropped …").
  * @throws ExtractionError "file is empty" for a 0-byte or whitespace-only file, or when unreadable.
  */
 export const markdownExtractor: Extractor = {
@@ -356,6 +399,8 @@ export const markdownExtractor: Extractor = {
           : "front matter is not valid YAML (its top-level key: value lines were read as plain text)";
       doc.warnings = [`${what}: ${fm.error}`];
     }
+    if (fm?.truncated !== undefined)
+      doc.warnings = [...(doc.warnings ?? []), `front matter: ${fm.truncated}`];
     return [doc];
   },
 };

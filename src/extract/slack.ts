@@ -16,7 +16,15 @@ import { type Entry, fromBufferPromise, getFileNameLowLevel, openPromise, type Z
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument, Segment } from "../types.js";
 import type { ExtractContext, ExtractionLimits, Extractor, SlackExtractOptions } from "./contract.js";
-import { asExtractionError, compact, decodeText, nonBlank, readSource, tooLarge } from "./util.js";
+import {
+  asExtractionError,
+  compact,
+  decodeText,
+  formatBytes,
+  nonBlank,
+  readSource,
+  tooLarge,
+} from "./util.js";
 
 /** The fields of a Slack message the extractor reads (all optional: input is untrusted). */
 interface SlackMessage {
@@ -111,6 +119,33 @@ function kindOf(v: unknown): string {
   if (Array.isArray(v)) return "an array";
   if (v === null) return "null";
   return typeof v === "object" ? "an object" : `a ${typeof v}`;
+}
+
+/**
+ * A file of an export (a folder file or a zip entry) over `limits.maxFileBytes`.
+ * Fatal for `users.json`/`channels.json`; a day file or an optional file
+ * (`groups.json`…) over the limit is skipped with a warning instead.
+ */
+class FileTooLarge extends ExtractionError {
+  /**
+   * @param source the export folder or .zip
+   * @param what the file as named in the error (`general/2020-01-05.json`, `zip entry …`)
+   * @param detail size and limit: `120.0 MiB (limit maxFileBytes = 100.0 MiB)`, or
+   *   `more than 100.0 MiB (…)` when the limit was crossed while inflating (the real size is unknown)
+   */
+  constructor(
+    source: string,
+    what: string,
+    readonly detail: string,
+  ) {
+    super(source, `${what} too large: ${detail}`);
+  }
+}
+
+/** `120.0 MiB (limit maxFileBytes = 100.0 MiB)`; with `atLeast`, `more than 100.0 MiB (limit …)`. */
+function sizeDetail(size: number, limit: number, atLeast = false): string {
+  const shown = atLeast ? `more than ${formatBytes(limit)}` : formatBytes(size);
+  return `${shown} (limit maxFileBytes = ${formatBytes(limit)})`;
 }
 
 /**
@@ -524,6 +559,8 @@ interface ChannelSource {
 /**
  * Lays out one channel: one line block per message, `[YYYY-MM-DD HH:MM] Name: text`,
  * replies prefixed `"  ↳ "`, blocks separated by `"\n"`; one segment per message.
+ * With a workspace URL but no channel id, the messages get no `link` and the
+ * document says so in a warning.
  */
 function channelDocument(
   src: ChannelSource,
@@ -582,7 +619,9 @@ function channelDocument(
     }),
     segments,
   };
-  if (src.warnings && src.warnings.length > 0) doc.warnings = [...src.warnings];
+  const warnings = [...(src.warnings ?? [])];
+  if (workspaceUrl && !src.channelId) warnings.push("no permalinks: the channel id is unknown");
+  if (warnings.length > 0) doc.warnings = warnings;
   return doc;
 }
 
@@ -608,7 +647,8 @@ interface ExportFiles {
   readonly format: "export" | "zip";
   /**
    * Bytes of the file at `rel`, or `undefined` when there is none.
-   * @throws ExtractionError over `maxFileBytes` / `maxUnpackedBytes`, or when it cannot be read.
+   * @throws FileTooLarge (an ExtractionError) over `maxFileBytes`; ExtractionError over
+   *   `maxUnpackedBytes`, or when it cannot be read.
    */
   read(rel: string): Promise<Uint8Array | undefined>;
   /** Names of the `.json` files directly inside folder `rel`, sorted. */
@@ -625,7 +665,7 @@ function folderFiles(dir: string, limits: ExtractionLimits): ExportFiles {
       const info = await stat(full).catch(() => undefined);
       if (!info?.isFile()) return undefined;
       if (info.size > limits.maxFileBytes) {
-        throw tooLarge(dir, rel, info.size, "maxFileBytes", limits.maxFileBytes);
+        throw new FileTooLarge(dir, rel, sizeDetail(info.size, limits.maxFileBytes));
       }
       try {
         return await readFile(full);
@@ -710,7 +750,7 @@ function inflateEntry(
   if (entry.isEncrypted()) return Promise.reject(new ExtractionError(path, `${rel}: encrypted zip entry`));
   if (entry.uncompressedSize > maxFile) {
     return Promise.reject(
-      tooLarge(path, `zip entry ${rel}`, entry.uncompressedSize, "maxFileBytes", maxFile),
+      new FileTooLarge(path, `zip entry ${rel}`, sizeDetail(entry.uncompressedSize, maxFile)),
     );
   }
   if (budget.used + entry.uncompressedSize > maxUnpacked) {
@@ -736,10 +776,16 @@ function inflateEntry(
         if (done) return;
         size += chunk.length;
         budget.used += chunk.length;
+        // The header under-stated the size: only a lower bound of the real size is known.
         if (budget.used > maxUnpacked) {
-          fail(tooLarge(path, "unpacked archive", budget.used, "maxUnpackedBytes", maxUnpacked));
+          fail(
+            new ExtractionError(
+              path,
+              `unpacked archive too large: more than ${formatBytes(maxUnpacked)} (limit maxUnpackedBytes = ${formatBytes(maxUnpacked)})`,
+            ),
+          );
         } else if (size > maxFile) {
-          fail(tooLarge(path, `zip entry ${rel}`, size, "maxFileBytes", maxFile));
+          fail(new FileTooLarge(path, `zip entry ${rel}`, sizeDetail(size, maxFile, true)));
         } else {
           chunks.push(chunk);
         }
@@ -840,10 +886,34 @@ async function requiredArray(files: ExportFiles, rel: string): Promise<unknown[]
   return parsed.value;
 }
 
-/** An optional JSON array of an export (`groups.json`…): `[]` when missing; a problem becomes a warning. */
+/**
+ * Reads a file of the export that can be skipped (a day file, `groups.json`…): over
+ * `maxFileBytes` it is `{ skipped: "too large: …" }` instead of an error.
+ * @throws ExtractionError for the other read problems (`maxUnpackedBytes`, unreadable).
+ */
+async function readSkippable(
+  files: ExportFiles,
+  rel: string,
+): Promise<Uint8Array | undefined | { skipped: string }> {
+  try {
+    return await files.read(rel);
+  } catch (err) {
+    if (err instanceof FileTooLarge) return { skipped: `too large: ${err.detail}` };
+    throw err;
+  }
+}
+
+/**
+ * An optional JSON array of an export (`groups.json`…): `[]` when missing; a problem
+ * (invalid JSON, not an array, over `maxFileBytes`) becomes a warning.
+ */
 async function optionalArray(files: ExportFiles, rel: string, warnings: string[]): Promise<unknown[]> {
-  const bytes = await files.read(rel);
+  const bytes = await readSkippable(files, rel);
   if (bytes === undefined) return [];
+  if ("skipped" in bytes) {
+    warnings.push(`${rel}: ${bytes.skipped}; skipped`);
+    return [];
+  }
   const parsed = parseJson(bytes);
   if (!parsed.ok) {
     warnings.push(`${rel}: ${parsed.reason}; skipped`);
@@ -890,8 +960,10 @@ function safeFolderName(name: string): boolean {
 /**
  * Extracts a workspace export (folder or zip): one document per channel that has
  * messages, sorted by channel name. Problems that lose only part of the content
- * (an unreadable day file, an unsafe channel name, a broken optional file) are
- * document warnings.
+ * (a day file that is not valid JSON, not an array or over `maxFileBytes`; an unsafe
+ * channel name; a broken or oversized optional file) are document warnings.
+ * @throws ExtractionError when `users.json`/`channels.json` is missing, invalid or
+ *   over `maxFileBytes`, the archive is over `maxUnpackedBytes`, or no channel has messages.
  */
 async function extractExport(files: ExportFiles, ctx: ExtractContext): Promise<ExtractedDocument[]> {
   const source = files.source;
@@ -925,8 +997,12 @@ async function extractExport(files: ExportFiles, ctx: ExtractContext): Promise<E
     const raw: unknown[] = [];
     for (const file of await files.list(channel.name)) {
       const rel = `${channel.name}/${file}`;
-      const bytes = await files.read(rel);
+      const bytes = await readSkippable(files, rel);
       if (bytes === undefined) continue;
+      if ("skipped" in bytes) {
+        warnings.push(`${rel}: ${bytes.skipped}; day skipped`);
+        continue;
+      }
       const parsed = parseJson(bytes);
       if (!parsed.ok) warnings.push(`${rel}: ${parsed.reason}; day skipped`);
       else if (!Array.isArray(parsed.value)) {
@@ -1130,8 +1206,8 @@ function looksLikeZip(bytes: Uint8Array): boolean {
  *   top-level folder. Read in memory, nothing is written to disk. Refused with an
  *   ExtractionError: more entries than `limits.maxArchiveEntries`, more inflated
  *   bytes than `limits.maxUnpackedBytes` (counted while inflating, not taken from
- *   the headers), an entry over `limits.maxFileBytes`, an entry name that is
- *   absolute or uses `..`, an encrypted entry, no `channels.json`;
+ *   the headers), `users.json` or `channels.json` over `limits.maxFileBytes`, an
+ *   entry name that is absolute or uses `..`, an encrypted entry, no `channels.json`;
  * - a Slack API `conversations.history` JSON file (`{"ok": true, "messages": [...]}`,
  *   optionally with `channel` {id,name}, `channel_name`, `channel_id`) or a bare
  *   array of messages; the channel name otherwise comes from the file name
@@ -1167,12 +1243,19 @@ function looksLikeZip(bytes: Uint8Array): boolean {
  * `type: "slack"`, `title` = `#channel`, `channel`, `channelId?`, `workspaceUrl?`,
  * `format` (`export` | `zip` | `history`), `messageCount`, `tsStart`/`tsEnd`
  * (Slack ts) and `timeStart`/`timeEnd` (ISO) of the earliest and latest message,
- * `topic?`, `purpose?`, `page?`. `warnings` lists skipped day files and channels.
+ * `topic?`, `purpose?`, `page?`. `warnings` lists skipped day files and channels
+ * (a day file or an optional `groups.json`/`mpims.json`/`dms.json` that is not valid
+ * JSON, not an array, or over `limits.maxFileBytes` — in a folder or a zip, where a
+ * header that under-states the size is caught while inflating and reported as
+ * `more than …` — is skipped with a warning, the rest of the export is kept), and
+ * "no permalinks: the channel id is unknown" when `workspaceUrl` is set but the
+ * channel id is not known (a history dump without a channel id).
  *
  * @throws ExtractionError naming the file and the problem: a required
- *   `users.json`/`channels.json` missing, not valid JSON or not an array; a
- *   history file that is not valid JSON or not message history; no messages; a
- *   file over `maxFileBytes`; the zip limits and refusals above.
+ *   `users.json`/`channels.json` missing, not valid JSON, not an array or over
+ *   `maxFileBytes` (these stay fatal: without them names and channels are unknown);
+ *   a history file that is not valid JSON, not message history or over
+ *   `maxFileBytes`; no messages; the zip limits and refusals above.
  */
 export const slackExtractor: Extractor = {
   type: "slack",
