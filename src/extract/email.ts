@@ -15,7 +15,15 @@ import { ExtractionError } from "../errors.js";
 import type { DocumentMetadata, ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
 import { htmlToText } from "./html.js";
-import { asExtractionError, compact, nonBlank, readSource } from "./util.js";
+import {
+  asExtractionError,
+  charsetName,
+  compact,
+  decodeLegacy,
+  nonBlank,
+  readSource,
+  textCharset,
+} from "./util.js";
 
 /** An attachment as listed in `metadata.attachments`. */
 export interface AttachmentInfo {
@@ -140,53 +148,32 @@ function unescapeFromLines(message: Buffer): Buffer {
 }
 
 /**
- * Where the header block of a message ends: `head` is the offset of the line break
- * that ends the last header line, `body` the offset of the first body byte (both
- * the message length when there is no blank line).
+ * Where the header block starting at `start` ends (searching before `end`):
+ * `head` is the offset of the line break that ends the last header line, `body`
+ * the offset of the first body byte (both `end` when there is no blank line).
  */
-function headerBlockEnd(message: Buffer): { head: number; body: number } {
-  const lf = message.indexOf("\n\n", 0, "latin1");
-  const crlf = message.indexOf("\n\r\n", 0, "latin1");
-  if (crlf >= 0 && (lf < 0 || crlf < lf)) return { head: crlf, body: crlf + 3 };
-  if (lf >= 0) return { head: lf, body: lf + 2 };
-  return { head: message.length, body: message.length };
+function headerBlockEnd(message: Buffer, start = 0, end = message.length): { head: number; body: number } {
+  if (message[start] === LF) return { head: start, body: start + 1 };
+  if (message[start] === CR && message[start + 1] === LF) return { head: start, body: start + 2 };
+  const lf = message.indexOf("\n\n", start, "latin1");
+  const crlf = message.indexOf("\n\r\n", start, "latin1");
+  if (crlf >= 0 && crlf < end && (lf < 0 || crlf < lf)) return { head: crlf, body: crlf + 3 };
+  if (lf >= 0 && lf < end) return { head: lf, body: lf + 2 };
+  return { head: end, body: end };
 }
 
-/** A charset label TextDecoder knows, other than UTF-8/ASCII (which cannot explain invalid UTF-8). */
-function legacyDecoder(label: string | undefined): InstanceType<typeof TextDecoder> | undefined {
-  if (!label || /^(?:utf-?8|us-?ascii|ascii)$/i.test(label)) return undefined;
-  try {
-    return new TextDecoder(label);
-  } catch {
-    return undefined;
-  }
-}
-
-/** windows-1252 characters of the bytes 0x80–0x9F (the five unassigned bytes stay C1 controls, as in WHATWG). */
-const CP1252_HIGH =
-  "\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f" +
-  "\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178";
-
-/**
- * Decodes legacy 8-bit bytes with the charset `label` when TextDecoder knows it,
- * else as windows-1252. windows-1252 (and its aliases latin1/iso-8859-1) is decoded
- * here, as Node's TextDecoder leaves 0x80–0x9F as C1 controls (`\x92` is not `’`).
- */
-function decodeLegacy(bytes: Uint8Array, label?: string): string {
-  const decoder = legacyDecoder(label);
-  if (decoder && decoder.encoding !== "windows-1252") return decoder.decode(bytes);
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-    .toString("latin1")
-    .replace(/[\u0080-\u009f]/g, (c) => CP1252_HIGH[c.charCodeAt(0) - 0x80] ?? c);
-}
+/** Labels that cannot explain 8-bit bytes: a part so labelled, or unlabelled, is decoded by detection. */
+const UNDECLARED_LABELS = /^(?:|us-?ascii|ascii|ansi_x3\.4-1968|iso646-us|us|utf-?8)$/i;
 
 /**
  * Raw 8-bit header bytes that are not UTF-8 (`Subject: Forma\xe7\xe3o`, a Korean
- * `From:` name in EUC-KR) come out of mailparser as U+FFFD, since it reads header
- * bytes as UTF-8. When the header block of `message` is not valid UTF-8, it is
- * re-encoded as UTF-8 from the first charset the message declares (`charset=`
- * in the first 64 KiB), or from windows-1252 when none is usable. The body is
- * left as is. Returns `message` itself when nothing needs doing.
+ * `From:` name in EUC-KR, a Thai subject under `charset="us-ascii"`) come out of
+ * mailparser as U+FFFD, since it reads header bytes as UTF-8. When the header
+ * block of `message` is not valid UTF-8, it is re-encoded as UTF-8 from the first
+ * charset the message declares (`charset=` in the first 64 KiB, after
+ * {@link relabelTextParts}), or, when that is US-ASCII/UTF-8/unknown, from the
+ * charset `detectCharset` finds in the header block (windows-1252 for short
+ * Latin text). The body is left as is. Returns `message` itself when nothing needs doing.
  */
 function transcodeHeaders(message: Buffer): Buffer {
   const head = message.subarray(0, headerBlockEnd(message).head);
@@ -198,42 +185,199 @@ function transcodeHeaders(message: Buffer): Buffer {
     // Not UTF-8: decode with the declared charset below.
   }
   const declared = /charset\s*=\s*"?([\w.:-]+)/i.exec(message.toString("latin1", 0, 65536))?.[1];
-  return Buffer.concat([Buffer.from(decodeLegacy(head, declared), "utf8"), message.subarray(head.length)]);
+  const label = declared !== undefined && UNDECLARED_LABELS.test(declared) ? undefined : declared;
+  return Buffer.concat([Buffer.from(decodeLegacy(head, label), "utf8"), message.subarray(head.length)]);
+}
+
+/** Hex digit value of a byte, or -1. */
+function hexValue(b: number | undefined): number {
+  if (b === undefined) return -1;
+  if (b >= 0x30 && b <= 0x39) return b - 0x30;
+  if (b >= 0x41 && b <= 0x46) return b - 0x37;
+  if (b >= 0x61 && b <= 0x66) return b - 0x57;
+  return -1;
+}
+
+/** Decodes a quoted-printable body (`=96` → byte 0x96, `=` at a line end joins lines). Linear. */
+function decodeQuotedPrintable(body: Buffer): Buffer {
+  const out = Buffer.alloc(body.length);
+  let n = 0;
+  for (let i = 0; i < body.length; i++) {
+    const b = body[i] as number;
+    if (b === 0x3d /* = */) {
+      const hi = hexValue(body[i + 1]);
+      const lo = hexValue(body[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out[n++] = hi * 16 + lo;
+        i += 2;
+        continue;
+      }
+      let j = i + 1;
+      while (body[j] === 0x20 || body[j] === 0x09) j++;
+      if (body[j] === CR && body[j + 1] === LF) j++;
+      if (body[j] === LF) {
+        i = j; // soft line break
+        continue;
+      }
+    }
+    out[n++] = b;
+  }
+  return out.subarray(0, n);
+}
+
+/** The content bytes of a part body under its Content-Transfer-Encoding, or `undefined` for an unknown one. */
+function transferDecode(body: Buffer, encoding: string): Buffer | undefined {
+  if (encoding === "quoted-printable") return decodeQuotedPrintable(body);
+  if (encoding === "base64") return Buffer.from(body.toString("latin1"), "base64");
+  return IDENTITY_ENCODINGS.has(encoding) ? body : undefined;
 }
 
 /** Transfer encodings under which the body bytes are the content bytes. */
 const IDENTITY_ENCODINGS = new Set(["", "7bit", "8bit", "binary"]);
 
+/** One change to the raw message: replace `length` bytes at `at` with `text`. */
+interface Edit {
+  at: number;
+  length: number;
+  text: string;
+}
+
+/** Deepest multipart nesting {@link relabelTextParts} walks, and most parts it relabels. */
+const MAX_MIME_DEPTH = 10;
+const MAX_MIME_PARTS = 1000;
+
+/** A header field of `head` (Latin-1 text of a header block): its offset, full text (with folded lines) and value. */
+function headerField(head: string, name: string): { at: number; text: string; value: string } | undefined {
+  const m = new RegExp(`^${name}[ \\t]*:([^\\n]*(?:\\n[ \\t][^\\n]*)*)`, "im").exec(head);
+  if (!m) return undefined;
+  const text = m[0].replace(/\r$/, "");
+  return { at: m.index, text, value: (m[1] ?? "").replace(/\r?\n/g, "").trim() };
+}
+
+/** A MIME parameter (`charset`, `boundary`) of a header value, unquoted. */
+function mimeParam(value: string, name: string): string | undefined {
+  const m = new RegExp(`;\\s*${name}\\s*=\\s*(?:"([^"]*)"|([^;\\s]*))`, "i").exec(value);
+  return m ? (m[1] ?? m[2] ?? "") : undefined;
+}
+
 /**
- * The body of a single-part text message that declares no charset (or
- * US-ASCII/UTF-8) but is written in a legacy 8-bit charset, which mailparser
- * decodes as UTF-8 with U+FFFD for every such byte (`It\x92s` → `It�s`). When most
- * high bytes of the raw body are not UTF-8, they are decoded as windows-1252 (or
- * the charset of an HTML `<meta charset>`). `undefined` when this does not apply.
+ * Walks the MIME parts of `message[start, end)` and records in `edits` the
+ * charset label changes {@link relabelTextParts} makes.
  */
-function legacyBody(message: Buffer, mail: ParsedMail): { text?: string; html?: string } | undefined {
-  const decoded = `${mail.text ?? ""}${typeof mail.html === "string" ? mail.html : ""}`;
-  if (!decoded.includes("\uFFFD")) return undefined;
-  const type = mail.headers.get("content-type") as
-    | { value?: string; params?: Record<string, string> }
-    | undefined;
-  const mime = (type?.value ?? "text/plain").toLowerCase();
-  if (mime !== "text/plain" && mime !== "text/html") return undefined;
-  if (legacyDecoder(type?.params?.charset)) return undefined;
-  const encoding = String(mail.headers.get("content-transfer-encoding") ?? "")
-    .trim()
-    .toLowerCase();
-  if (!IDENTITY_ENCODINGS.has(encoding)) return undefined;
-  const body = message.subarray(headerBlockEnd(message).body);
-  const highBytes = body.reduce((n, b) => n + (b >= 0x80 ? 1 : 0), 0);
-  const replaced = (body.toString("utf8").match(/\uFFFD/g) ?? []).length;
-  if (highBytes === 0 || replaced * 2 < highBytes) return undefined;
-  const meta =
-    mime === "text/html"
-      ? /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(body.toString("latin1", 0, 4096))
-      : null;
-  const content = decodeLegacy(body, meta?.[1]);
-  return mime === "text/html" ? { html: content } : { text: content };
+function collectRelabels(message: Buffer, start: number, end: number, depth: number, edits: Edit[]): void {
+  const { head, body } = headerBlockEnd(message, start, end);
+  const headText = message.toString("latin1", start, Math.min(head, start + 65536));
+  const contentType = headerField(headText, "content-type");
+  const mime = (contentType?.value.split(";")[0] ?? "text/plain").trim().toLowerCase();
+  if (mime.startsWith("multipart/")) {
+    const boundary = mimeParam(contentType?.value ?? "", "boundary");
+    if (!boundary || depth >= MAX_MIME_DEPTH) return;
+    const delimiter = Buffer.from(`--${boundary}`, "latin1");
+    let partStart = -1;
+    for (let at = message.indexOf(delimiter, body); at >= 0 && at < end; ) {
+      const after = at + delimiter.length;
+      const follows = message[after];
+      // A delimiter line: at a line start, not the prefix of a longer boundary.
+      const isDelimiter =
+        (at === body || message[at - 1] === LF) &&
+        (follows === undefined ||
+          follows === 0x2d ||
+          follows === CR ||
+          follows === LF ||
+          follows === 0x20 ||
+          follows === 0x09);
+      if (isDelimiter) {
+        if (partStart >= 0) {
+          const partEnd = at - (message[at - 2] === CR ? 2 : 1);
+          collectRelabels(message, partStart, Math.max(partStart, partEnd), depth + 1, edits);
+          if (edits.length > MAX_MIME_PARTS) return;
+        }
+        partStart = -1;
+        if (follows === 0x2d && message[after + 1] === 0x2d) return; // closing delimiter
+        const eol = message.indexOf(LF, after);
+        if (eol < 0 || eol >= end) return;
+        partStart = eol + 1;
+      }
+      at = message.indexOf(delimiter, after);
+    }
+    // No closing delimiter: the last part runs to the end.
+    if (partStart >= 0) collectRelabels(message, partStart, end, depth + 1, edits);
+    return;
+  }
+  if (mime !== "text/plain" && mime !== "text/html") return;
+  const disposition = headerField(headText, "content-disposition")?.value.toLowerCase() ?? "";
+  if (disposition.startsWith("attachment")) return; // extracted as a file of its own
+  const label = mimeParam(contentType?.value ?? "", "charset") ?? "";
+  const latin1 =
+    !UNDECLARED_LABELS.test(label) && charsetName(label) === "windows-1252" && !/1252/.test(label);
+  if (!UNDECLARED_LABELS.test(label) && !latin1) return; // a real declaration wins
+  const encoding = (headerField(headText, "content-transfer-encoding")?.value ?? "").toLowerCase();
+  const content = transferDecode(message.subarray(body, end), encoding);
+  if (!content?.some((b) => b >= 0x80)) return;
+  let charset: string;
+  if (latin1) {
+    // Declared Latin-1: read as windows-1252 when it uses 0x80–0x9F (WHATWG).
+    if (!content.some((b) => b >= 0x80 && b <= 0x9f)) return;
+    charset = "windows-1252";
+  } else {
+    const meta =
+      mime === "text/html"
+        ? /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(content.toString("latin1", 0, 4096))?.[1]
+        : undefined;
+    const declaredInHtml =
+      meta !== undefined && !UNDECLARED_LABELS.test(meta) ? charsetName(meta) : undefined;
+    charset = declaredInHtml ?? textCharset(content, { markup: mime === "text/html" });
+    if (charset === "utf-8" || charset.startsWith("utf-16")) return;
+  }
+  edits.push(relabelEdit(start, contentType, charset, mime));
+}
+
+/**
+ * The edit that makes the part whose header block starts at `start` (its
+ * Content-Type field, when it has one, at `contentType.at` from there) declare
+ * `charset`: the charset value replaced, `; charset=…` appended, or a
+ * Content-Type field added.
+ */
+function relabelEdit(
+  start: number,
+  contentType: { at: number; text: string } | undefined,
+  charset: string,
+  mime: string,
+): Edit {
+  if (!contentType) return { at: start, length: 0, text: `Content-Type: ${mime}; charset=${charset}\r\n` };
+  const m = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType.text);
+  if (!m)
+    return { at: start + contentType.at + contentType.text.length, length: 0, text: `; charset=${charset}` };
+  const value = m[1] ?? m[2] ?? "";
+  const valueAt = m.index + m[0].length - value.length - (m[1] !== undefined ? 1 : 0);
+  return { at: start + contentType.at + valueAt, length: value.length, text: charset };
+}
+
+/**
+ * Makes mislabelled text parts declare the charset they are written in, so
+ * mailparser decodes them right. A text/plain or text/html part (single-part
+ * message or inside multipart/*, not an attachment) that declares no charset,
+ * US-ASCII or UTF-8 but whose content (after quoted-printable/base64 decoding) is
+ * neither valid nor mostly UTF-8 would come out with U+FFFD for every 8-bit byte
+ * (`hitch =96 free` → `hitch � free`). Such a part gets the charset of an HTML
+ * `<meta charset>` in it, else the one `textCharset` detects (chardet, windows-1252
+ * for short Latin text): the same detection as text files. A part declared
+ * ISO-8859-1 whose content has bytes 0x80–0x9F is relabelled windows-1252, as the
+ * WHATWG Encoding Standard reads that label. Returns `message` itself when nothing changes.
+ */
+function relabelTextParts(message: Buffer): Buffer {
+  const edits: Edit[] = [];
+  collectRelabels(message, 0, message.length, 0, edits);
+  if (edits.length === 0) return message;
+  edits.sort((a, b) => a.at - b.at);
+  const pieces: Buffer[] = [];
+  let copied = 0;
+  for (const edit of edits) {
+    pieces.push(message.subarray(copied, edit.at), Buffer.from(edit.text, "latin1"));
+    copied = edit.at + edit.length;
+  }
+  pieces.push(message.subarray(copied));
+  return Buffer.concat(pieces);
 }
 
 /** Formats one mailbox as `Name <addr>` (or just the address / the name). Groups expand to members. */
@@ -433,7 +577,7 @@ async function extractMessage(
   ctx: ExtractContext,
 ): Promise<ExtractedDocument[]> {
   if (isBlank(bytes)) throw new ExtractionError(uri, "file is empty");
-  const parsed = transcodeHeaders(bytes);
+  const parsed = transcodeHeaders(relabelTextParts(bytes));
   let mail: ParsedMail;
   try {
     mail = await simpleParser(parsed, PARSE_OPTIONS);
@@ -471,7 +615,7 @@ async function extractMessage(
   });
 
   const warnings: string[] = [];
-  let text = bodyText(legacyBody(parsed, mail) ?? mail);
+  let text = bodyText(mail);
   if (text === "" && attachments.length > 0) {
     text = attachments.map((a) => `[attachment: ${a.filename ?? "unnamed"} (${a.contentType})]`).join("\n");
   }
@@ -505,9 +649,12 @@ async function extractMessage(
  * **Text.** The body: the text/plain content, or when it is empty or absent the
  * HTML content converted with the HTML extractor's converter. Line endings are
  * normalised to `\n`, trailing spaces and extra blank lines removed. Charsets,
- * quoted-printable/base64 and RFC 2047 encoded words are decoded by mailparser;
- * raw 8-bit headers and undeclared 8-bit single-part bodies that are not UTF-8 are
- * read in the message's declared charset, else windows-1252. An HTML body whose
+ * quoted-printable/base64 and RFC 2047 encoded words are decoded by mailparser.
+ * A text part that declares no charset, US-ASCII or UTF-8 but is neither valid nor
+ * mostly UTF-8 is read in the charset detected as for text files (`decodeText`:
+ * chardet, windows-1252 for short Latin text); one declared ISO-8859-1 as
+ * windows-1252. Raw 8-bit headers that are not UTF-8 are read in the message's
+ * declared charset, else the detected one. An HTML body whose
  * only text is its `<title>` gives that text. A
  * message without body text but with attachments gets one
  * `[attachment: name (type)]` line per attachment; one with neither gets its

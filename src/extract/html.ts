@@ -6,7 +6,16 @@ import TurndownService from "turndown";
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
-import { asExtractionError, assertNotEmpty, compact, fileTitle, nonBlank, readSource } from "./util.js";
+import {
+  asExtractionError,
+  assertNotEmpty,
+  compact,
+  decodeAs,
+  decodeText,
+  fileTitle,
+  nonBlank,
+  readSource,
+} from "./util.js";
 
 /** Result of {@link htmlToText}. Absent fields are left out (never `undefined`). */
 export interface HtmlText {
@@ -391,30 +400,43 @@ export function htmlToText(html: string): HtmlText {
   return compact({ text: tidy(text), title: nonBlank(title?.replace(/\s+/g, " ")), ...headFields(html) });
 }
 
-/** Finds a `<meta charset>` or `http-equiv` charset declaration in the first bytes. */
+/**
+ * The charset label of a `<meta charset>`, `<meta http-equiv="Content-Type"
+ * content="…; charset=…">` or `<?xml encoding>` declaration in the first 2 KiB,
+ * lower-cased; `undefined` when there is none.
+ */
 function declaredCharset(bytes: Uint8Array): string | undefined {
-  const head = Buffer.from(bytes.subarray(0, 2048)).toString("latin1");
+  const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 2048)).toString(
+    "latin1",
+  );
   const m =
-    /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(head) ??
-    /<\?xml[^>]+encoding\s*=\s*["']([\w-]+)/i.exec(head);
+    /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(head) ??
+    /<\?xml[^>]+encoding\s*=\s*["']([\w.:-]+)/i.exec(head);
   return m?.[1]?.toLowerCase();
 }
 
-/** Decodes HTML bytes using a BOM or a declared charset, else UTF-8 (invalid bytes → U+FFFD). */
+/**
+ * Decodes HTML bytes, as browsers do (WHATWG Encoding Standard / HTML encoding
+ * sniffing), in this order:
+ *
+ * 1. A byte order mark (UTF-8, UTF-16LE, UTF-16BE) wins.
+ * 2. A declared charset (`<meta charset>`, `http-equiv` Content-Type, `<?xml
+ *    encoding>`) that Node can decode wins: UTF-8 with U+FFFD for invalid bytes,
+ *    `iso-8859-1`/`us-ascii` as windows-1252, a UTF-16 label (impossible in an
+ *    ASCII-compatible declaration) as UTF-8.
+ * 3. Undeclared (or an unknown label): {@link decodeText} with markup skipped for
+ *    detection: valid or mostly UTF-8 as UTF-8, else the charset chardet detects,
+ *    windows-1252 as the last resort (the browsers' default for Western pages).
+ */
 function decodeHtml(bytes: Uint8Array): string {
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf)
     return new TextDecoder("utf-8").decode(bytes);
   if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder("utf-16le").decode(bytes);
   if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder("utf-16be").decode(bytes);
-  const charset = declaredCharset(bytes);
-  if (charset && charset !== "utf-8" && charset !== "utf8") {
-    try {
-      return new TextDecoder(charset).decode(bytes);
-    } catch {
-      // Unknown label: fall through to UTF-8.
-    }
-  }
-  return new TextDecoder("utf-8").decode(bytes);
+  const label = declaredCharset(bytes);
+  if (label !== undefined && /^utf-?16/.test(label)) return new TextDecoder("utf-8").decode(bytes);
+  const declared = label === undefined ? undefined : decodeAs(bytes, label);
+  return declared ?? decodeText(bytes, { markup: true });
 }
 
 /**
