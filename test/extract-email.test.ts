@@ -508,3 +508,41 @@ describe("EMAIL chunking of a header-only message", () => {
     expect(doc.text).toMatch(/^From: /);
   });
 });
+
+describe("attachments nested deeper than three levels", () => {
+  it("are listed with a warning, not dropped silently", async () => {
+    const leaf = [
+      "From: d@example.com",
+      "Subject: level 4",
+      "Content-Type: text/plain",
+      "",
+      "deepest text",
+    ].join("\r\n");
+    let message = leaf;
+    for (let level = 3; level >= 0; level--) {
+      message = [
+        `From: l${level}@example.com`,
+        `Subject: level ${level}`,
+        "MIME-Version: 1.0",
+        `Content-Type: multipart/mixed; boundary="b${level}"`,
+        "",
+        `--b${level}`,
+        "Content-Type: text/plain",
+        "",
+        `body of level ${level}`,
+        `--b${level}`,
+        "Content-Type: message/rfc822",
+        `Content-Disposition: attachment; filename="level${level + 1}.eml"`,
+        "",
+        message,
+        `--b${level}--`,
+        "",
+      ].join("\r\n");
+    }
+    const docs = await extractBytes("outer.eml", Buffer.from(message));
+    const subjects = docs.map((d) => d.metadata.subject);
+    expect(subjects).toEqual(["level 0", "level 1", "level 2", "level 3"]);
+    const deepest = docs.find((d) => d.metadata.subject === "level 3");
+    expect(deepest?.warnings).toEqual(["1 attachment nested too deep to extract (listed only)"]);
+  });
+});

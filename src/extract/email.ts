@@ -518,7 +518,18 @@ async function extractAttachments(
   ctx: ExtractContext,
 ): Promise<ExtractedDocument[]> {
   const children: ExtractedDocument[] = [];
-  if (!ctx.options.email.attachments || !ctx.extractNested) return children;
+  if (!ctx.options.email.attachments) return children;
+  if (!ctx.extractNested) {
+    // Nested too deep (an email attached to an email attached to …): listed in metadata only.
+    const nonEmpty = attachments.filter((a) => a.content.length > 0).length;
+    if (nonEmpty > 0) {
+      message.warnings = [
+        ...(message.warnings ?? []),
+        `${nonEmpty} attachment${nonEmpty === 1 ? "" : "s"} nested too deep to extract (listed only)`,
+      ];
+    }
+    return children;
+  }
   const warnings = message.warnings ?? [];
   const subject = nonBlank(message.metadata.subject as string | undefined);
   for (const [index, attachment] of attachments.entries()) {
