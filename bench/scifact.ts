@@ -36,7 +36,7 @@ const line = (s: string): void => {
 try {
   if (kl.catalog.getKb(kb)) kl.deleteKb(kb);
   const cold = await evaluateBeir(kl, values.dataset as string, {
-    modes: ["keyword", "vector", "hybrid"],
+    modes: ["keyword", "vector_only", "hybrid"],
     kb,
     chunkSize,
     limit,
@@ -44,7 +44,12 @@ try {
   const coldIngest = cold.ingest[0];
   // Warm: the KB is dropped, the embedding cache is kept, and the corpus is ingested again.
   kl.deleteKb(kb);
-  const warm = await evaluateBeir(kl, values.dataset as string, { modes: ["vector"], kb, chunkSize, limit });
+  const warm = await evaluateBeir(kl, values.dataset as string, {
+    modes: ["vector_only"],
+    kb,
+    chunkSize,
+    limit,
+  });
   const warmIngest = warm.ingest[0];
   const standard = await evaluateBeir(kl, values.dataset as string, {
     modes: ["keyword"],

@@ -107,9 +107,44 @@ export interface VectorStoreConfig {
 }
 
 /** Retrieval modes available to `search`. */
-export type RetrievalMode = "vector" | "keyword" | "hybrid";
+/**
+ * Retrieval strategies: `vector_only` (cosine), `keyword` (BM25), `hybrid` (both,
+ * fused), `hybrid_rerank` (hybrid, then a reranker; the default) and `advanced`
+ * (query expansion, each variant retrieved, fused, reranked). See `retrieve/search.ts`.
+ */
+export type RetrievalMode = "vector_only" | "keyword" | "hybrid" | "hybrid_rerank" | "advanced";
 
-export const RETRIEVAL_MODES: readonly RetrievalMode[] = ["vector", "keyword", "hybrid"];
+export const RETRIEVAL_MODES: readonly RetrievalMode[] = [
+  "vector_only",
+  "keyword",
+  "hybrid",
+  "hybrid_rerank",
+  "advanced",
+];
+
+/** Older names still accepted: `vector` is `vector_only`. */
+const MODE_ALIASES: Readonly<Record<string, RetrievalMode>> = { vector: "vector_only" };
+
+/** The retrieval mode a name stands for (`vector` → `vector_only`), or undefined when unknown. */
+export function parseRetrievalMode(name: string): RetrievalMode | undefined {
+  if ((RETRIEVAL_MODES as readonly string[]).includes(name)) return name as RetrievalMode;
+  return MODE_ALIASES[name];
+}
+
+/**
+ * The reranker of a KB: `auto` (the best one available offline, which with the
+ * bundled model is none: hybrid_rerank then equals hybrid — see the README's
+ * measurements), `none`, `sentence-max-sim` (bundled model, max cosine over the
+ * passage's sentences), a local `cross-encoder` model folder (or Hugging Face id
+ * with internet), `cohere` (Rerank API) or `llm` (listwise, OpenAI-compatible chat).
+ */
+export type RerankerConfig =
+  | { type: "auto" }
+  | { type: "none" }
+  | { type: "sentence-max-sim" }
+  | { type: "cross-encoder"; model: string; batchSize?: number }
+  | { type: "cohere"; model: string; apiKey?: string; baseUrl?: string }
+  | { type: "llm"; model: string; baseUrl: string; apiKey?: string };
 
 /** Retrieval settings. */
 export interface RetrievalConfig {
@@ -126,8 +161,23 @@ export interface RetrievalConfig {
   keywordWeight: number;
   /** Results returned. Default 5. */
   topK: number;
-  /** Minimum cosine similarity for vector candidates, in [-1, 1]. Default 0 (0 means 0). */
+  /** Minimum cosine similarity of vector candidates, in [-1, 1]. Default 0.2 (0 means 0). */
+  vectorMinScore: number;
+  /**
+   * Minimum final score of a result (see `RetrievedResult.score`: in [0, 1] except
+   * for `keyword`, raw BM25). Default 0: no threshold.
+   */
   minScore: number;
+  /** When nothing passes `minScore`, return the best results flagged `belowThreshold`. Default false. */
+  fallbackBelowThreshold: boolean;
+  /** Reranker for hybrid_rerank and advanced. Default `{ type: "auto" }`. */
+  reranker: RerankerConfig;
+  /** Candidates (best fused first) the reranker scores. Default 20. */
+  rerankCandidates: number;
+  /** Weight of the rerank score in the final score (`w × rerank + (1 − w) × retrieval`). Default 0.7. */
+  rerankWeight: number;
+  /** Query variants of the advanced strategy, the query included (1–4). Default 3. */
+  expansionVariants: number;
   /** Jaccard similarity of token sets at or above which a result is a near-duplicate. Default 0.9. */
   dedupThreshold: number;
   /** BM25 parameters (Robertson & Zaragoza 2009). Defaults k1 1.2, b 0.75. */
@@ -159,14 +209,20 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
     embedding: { provider: "bundled", model: "use-lite", batchSize: 32 },
     vectorStore: { type: "sqlite" },
     retrieval: {
-      mode: "hybrid",
+      mode: "hybrid_rerank",
       vectorTopK: 20,
       keywordTopK: 20,
       rrfK: 60,
       vectorWeight: 1,
       keywordWeight: 1,
       topK: 5,
+      vectorMinScore: 0.2,
       minScore: 0,
+      fallbackBelowThreshold: false,
+      reranker: { type: "auto" },
+      rerankCandidates: 20,
+      rerankWeight: 0.7,
+      expansionVariants: 3,
       dedupThreshold: 0.9,
       bm25K1: 1.2,
       bm25B: 0.75,
@@ -217,7 +273,13 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
     "vectorWeight",
     "keywordWeight",
     "topK",
+    "vectorMinScore",
     "minScore",
+    "fallbackBelowThreshold",
+    "reranker",
+    "rerankCandidates",
+    "rerankWeight",
+    "expansionVariants",
     "dedupThreshold",
     "bm25K1",
     "bm25B",
@@ -295,8 +357,35 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   if (!(r.rrfK >= 0)) fail("retrieval.rrfK", `must be >= 0 (got ${r.rrfK})`);
   if (!(r.vectorWeight >= 0)) fail("retrieval.vectorWeight", `must be >= 0 (got ${r.vectorWeight})`);
   if (!(r.keywordWeight >= 0)) fail("retrieval.keywordWeight", `must be >= 0 (got ${r.keywordWeight})`);
-  if (!(r.minScore >= -1 && r.minScore <= 1))
-    fail("retrieval.minScore", `must be in [-1, 1] (got ${r.minScore})`);
+  if (!(r.vectorMinScore >= -1 && r.vectorMinScore <= 1))
+    fail("retrieval.vectorMinScore", `must be in [-1, 1] (got ${r.vectorMinScore})`);
+  if (!(r.minScore >= 0)) fail("retrieval.minScore", `must be >= 0 (got ${r.minScore})`);
+  if (typeof r.fallbackBelowThreshold !== "boolean")
+    fail(
+      "retrieval.fallbackBelowThreshold",
+      `must be true or false (got ${String(r.fallbackBelowThreshold)})`,
+    );
+  checkInt(r.rerankCandidates, "retrieval.rerankCandidates", 1, fail);
+  if (!(r.rerankWeight >= 0 && r.rerankWeight <= 1))
+    fail("retrieval.rerankWeight", `must be in [0, 1] (got ${r.rerankWeight})`);
+  checkInt(r.expansionVariants, "retrieval.expansionVariants", 1, fail);
+  if (r.expansionVariants > 4)
+    fail("retrieval.expansionVariants", `must be at most 4 (got ${r.expansionVariants})`);
+  const rerankTypes = ["auto", "none", "sentence-max-sim", "cross-encoder", "cohere", "llm"];
+  if (!r.reranker || !rerankTypes.includes(r.reranker.type)) {
+    fail(
+      "retrieval.reranker.type",
+      `must be one of ${rerankTypes.join(", ")} (got ${JSON.stringify(r.reranker?.type)})`,
+    );
+  }
+  if (
+    (r.reranker.type === "cross-encoder" || r.reranker.type === "cohere" || r.reranker.type === "llm") &&
+    !r.reranker.model
+  ) {
+    fail("retrieval.reranker.model", `is required for a ${r.reranker.type} reranker`);
+  }
+  if (r.reranker.type === "llm" && !r.reranker.baseUrl)
+    fail("retrieval.reranker.baseUrl", "is required for an llm reranker");
   if (!(r.dedupThreshold > 0 && r.dedupThreshold <= 1)) {
     fail("retrieval.dedupThreshold", `must be in (0, 1] (got ${r.dedupThreshold})`);
   }

@@ -38,10 +38,18 @@ export {
   type SearchResult,
 } from "./knowledge-layer.js";
 export { type Attribution, attribute, formatCitation } from "./retrieve/attribution.js";
-export { Bm25Index, bm25Idf } from "./retrieve/bm25.js";
-export { jaccard, removeNearDuplicates } from "./retrieve/dedupe.js";
-export { reciprocalRankFusion } from "./retrieve/fusion.js";
-export { tokenize } from "./retrieve/tokenizer.js";
+export { Bm25Index, bm25Idf, bm25TermScore, MemoryBm25Index } from "./retrieve/bm25.js";
+export { jaccard, removeNearDuplicates, tokenSet } from "./retrieve/dedupe.js";
+export { normalizeScores, reciprocalRankFusion, weightedScoreFusion } from "./retrieve/fusion.js";
+export {
+  feedbackVariants,
+  isInstructionQuery,
+  type KbRetrievalOverrides,
+  type PipelineReranker,
+  type ResultExplanation,
+  type RetrievedResult,
+} from "./retrieve/search.js";
+export { type CjkSegmentation, tokenize } from "./retrieve/tokenizer.js";
 export type * from "./store/contract.js";
 export { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 export * from "./types.js";

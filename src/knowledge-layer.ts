@@ -2,6 +2,7 @@ import {
   DEFAULT_KB,
   defaultKbConfig,
   type KnowledgeBaseConfig,
+  parseRetrievalMode,
   RETRIEVAL_MODES,
   type RetrievalMode,
   validateKbConfig,
@@ -17,10 +18,15 @@ import {
   ingestDocuments,
   ingestPaths,
 } from "./ingest/pipeline.js";
-import { type Attribution, attribute, formatCitation } from "./retrieve/attribution.js";
+import type { Attribution } from "./retrieve/attribution.js";
 import { Bm25Index } from "./retrieve/bm25.js";
-import { removeNearDuplicates } from "./retrieve/dedupe.js";
-import { reciprocalRankFusion } from "./retrieve/fusion.js";
+import {
+  attributed,
+  type KbRetrievalOverrides,
+  type PipelineReranker,
+  type ResultExplanation,
+  retrieve,
+} from "./retrieve/search.js";
 import { Catalog, type KbCounts, type KbRecord } from "./store/catalog.js";
 import { type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
@@ -30,7 +36,8 @@ import type { ExtractedDocument } from "./types.js";
 export interface SearchOptions {
   /** Knowledge bases to query (default: the default KB). */
   kbs?: string[];
-  mode?: RetrievalMode;
+  /** Retrieval strategy (`vector` is accepted for `vector_only`); default each KB's. */
+  mode?: RetrievalMode | "vector";
   /** Results returned. */
   topK?: number;
   /** Vector candidates per KB. */
@@ -42,6 +49,14 @@ export interface SearchOptions {
   keywordWeight?: number;
   /** Skip near-duplicate removal (used by evaluation). */
   keepDuplicates?: boolean;
+  /** Minimum final score (default each KB's `minScore`); 0 means no threshold. */
+  minScore?: number;
+  /** When nothing passes the threshold, return the best results flagged `belowThreshold`. */
+  fallbackBelowThreshold?: boolean;
+  /** Per-KB overrides (an agent's attachment config): max results, min score, mode. */
+  perKb?: Record<string, KbRetrievalOverrides>;
+  /** Attach per-result ranks and scores of every stage (`kl search --explain`). */
+  explain?: boolean;
 }
 
 /** One ranked search result with its source attribution. */
@@ -49,12 +64,20 @@ export interface SearchResult {
   /** 1-based rank. */
   rank: number;
   /**
-   * The score results are ordered by: the reciprocal-rank-fusion score for
-   * hybrid mode or several KBs, else cosine similarity (vector) or BM25 (keyword).
+   * The KB-level score (see `RetrievedResult.score`): cosine for vector_only, BM25
+   * for keyword, the fused score normalised to [0, 1] for hybrid, the final rerank mix
+   * (`0.7 × rerank + 0.3 × retrieval`) for hybrid_rerank/advanced. Several KBs are
+   * fused by rank, so results are ordered by rank, not by this score.
    */
   score: number;
-  /** Component scores: cosine similarity, BM25 score, fused RRF score. */
-  scores: { vector?: number; keyword?: number; fused?: number };
+  /** Component scores: cosine similarity, BM25 score, fused RRF score, rerank score in [0, 1]. */
+  scores: { vector?: number; keyword?: number; fused?: number; rerank?: number };
+  /** The reranker that scored this result, when one ran. */
+  reranker?: string;
+  /** Returned although below the threshold (`fallbackBelowThreshold`). */
+  belowThreshold?: boolean;
+  /** Ranks and scores of each stage, with `explain`. */
+  explain?: ResultExplanation;
   kb: string;
   chunkId: number;
   /** Chunk text as embedded (context prefix + body). */
@@ -70,6 +93,10 @@ export interface SearchResponse {
   query: string;
   mode: RetrievalMode;
   kbs: string[];
+  /** The reranker that ran per KB (`none` when the mode does not rerank or no reranker is available). */
+  rerankers: Record<string, string>;
+  /** Query variants per KB (advanced). */
+  variants?: Record<string, string[]>;
   results: SearchResult[];
   /** Problems worth telling the user, e.g. documents without vectors in a vector search. */
   warnings: string[];
@@ -146,7 +173,10 @@ export class KnowledgeLayer {
       chunking: { ...base.chunking, ...defined(overrides.chunking) },
       embedding: { ...base.embedding, ...defined(overrides.embedding) },
       vectorStore: { ...base.vectorStore, ...defined(overrides.vectorStore) },
-      retrieval: { ...base.retrieval, ...defined(overrides.retrieval) },
+      retrieval: {
+        ...base.retrieval,
+        ...(defined(overrides.retrieval) as Partial<KnowledgeBaseConfig["retrieval"]>),
+      },
     };
     const extraction = compactExtraction(overrides.extraction);
     if (extraction) config.extraction = extraction;
@@ -233,10 +263,10 @@ export class KnowledgeLayer {
     const names = options.kbs && options.kbs.length > 0 ? [...new Set(options.kbs)] : [DEFAULT_KB];
     const kbs = names.map((n) => this.getKb(n));
     const first = kbs[0] as KbRecord;
-    const mode = options.mode ?? first.config.retrieval.mode;
-    if (!RETRIEVAL_MODES.includes(mode)) {
+    const mode = parseRetrievalMode(String(options.mode ?? first.config.retrieval.mode));
+    if (mode === undefined) {
       throw new KnowledgeLayerError(
-        `unknown search mode "${mode}"; use one of ${RETRIEVAL_MODES.join(", ")}`,
+        `unknown search mode "${String(options.mode)}"; use one of ${RETRIEVAL_MODES.join(", ")}`,
       );
     }
     const topK = options.topK ?? first.config.retrieval.topK;
@@ -245,9 +275,10 @@ export class KnowledgeLayer {
     }
     if (query.trim().length === 0) throw new KnowledgeLayerError("the query is empty");
     const warnings: string[] = [];
-
     for (const kb of kbs) {
-      if (mode === "keyword") continue;
+      const kbMode =
+        options.perKb?.[kb.name]?.mode ?? (options.mode === undefined ? kb.config.retrieval.mode : mode);
+      if (kbMode === "keyword") continue;
       // Documents table only: cheap enough for every search, unlike counting chunks.
       const { documents, unembedded } = this.catalog.unembeddedDocuments(kb.name);
       if (unembedded > 0) {
@@ -257,115 +288,81 @@ export class KnowledgeLayer {
         );
       }
     }
-    const queryVectors = new Map<string, Float32Array>();
-
-    type Candidate = { kb: string; chunkId: number; vector?: number; keyword?: number };
-    /**
-     * Collects candidate lists (each at least `depth` long where the index has that
-     * many), fuses them, loads the chunks and removes near-duplicates. `exhausted`
-     * is true when no list was cut short, i.e. a deeper search cannot add anything.
-     */
-    const rank = async (depth: number) => {
-      const candidates = new Map<string, Candidate>();
-      const lists: { ids: string[]; weight: number }[] = [];
-      let exhausted = true;
-      const note = (kb: string, chunkId: number, field: "vector" | "keyword", score: number): string => {
-        const key = `${kb}:${chunkId}`;
-        const c = candidates.get(key) ?? { kb, chunkId };
-        c[field] = score;
-        candidates.set(key, c);
-        return key;
-      };
-      for (const kb of kbs) {
-        const r = kb.config.retrieval;
-        if (mode === "vector" || mode === "hybrid") {
-          const collection = collectionName(kb.name);
-          if (await this.store.info(collection)) {
-            let vector = queryVectors.get(kb.name);
-            if (!vector) {
-              vector = await this.embedder(kb.config).embedQuery(query);
-              queryVectors.set(kb.name, vector);
-            }
-            const want = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
-            const hits = this.store.searchSync(collection, vector, {
-              topK: want,
-              scoreThreshold: r.minScore,
-            });
-            if (hits.length === want) exhausted = false;
-            const ids = hits.map((h) => note(kb.name, Number(h.id), "vector", h.score));
-            lists.push({ ids, weight: options.vectorWeight ?? r.vectorWeight });
-          } else {
-            lists.push({ ids: [], weight: 0 });
+    const queryVectors = new Map<string, Promise<Float32Array>>();
+    const outcome = await retrieve(
+      {
+        catalog: this.catalog,
+        store: this.store,
+        bm25: this.bm25,
+        collection: collectionName,
+        embedQuery: (config, text) => {
+          const key = `${config.embedding.provider}/${config.embedding.model}\u0000${text}`;
+          let vector = queryVectors.get(key);
+          if (!vector) {
+            vector = this.embedder(config).embedQuery(text);
+            queryVectors.set(key, vector);
           }
-        }
-        if (mode === "keyword" || mode === "hybrid") {
-          const want = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
-          const hits = this.bm25.search(kb.name, query, want, {
-            k1: r.bm25K1,
-            b: r.bm25B,
-            analyzer: r.analyzer,
-          });
-          if (hits.length === want) exhausted = false;
-          const ids = hits.map((h) => note(kb.name, h.chunkId, "keyword", h.score));
-          lists.push({ ids, weight: options.keywordWeight ?? r.keywordWeight });
-        }
-      }
-
-      let ordered: { key: string; score: number; fused?: number }[];
-      if (lists.length === 1) {
-        ordered = (lists[0]?.ids ?? []).map((key) => {
-          const c = candidates.get(key) as Candidate;
-          return { key, score: (mode === "vector" ? c.vector : c.keyword) ?? 0 };
-        });
-      } else {
-        ordered = reciprocalRankFusion(lists, first.config.retrieval.rrfK).map((f) => ({
-          key: f.id,
-          score: f.score,
-          fused: f.score,
-        }));
-      }
-
-      const stored = this.catalog.loadChunks(
-        ordered.map((o) => (candidates.get(o.key) as Candidate).chunkId),
-      );
-      let rows = ordered
-        .map((o) => ({ o, c: candidates.get(o.key) as Candidate }))
-        .map(({ o, c }) => ({ o, c, chunk: stored.get(c.chunkId) }))
-        .filter((x) => x.chunk !== undefined && x.chunk.kb === x.c.kb);
-      if (!options.keepDuplicates) {
-        rows = removeNearDuplicates(rows, (x) => x.chunk?.text ?? "", first.config.retrieval.dedupThreshold);
-      }
-      return { rows, exhausted };
-    };
-
-    // Candidate lists are at least top-k deep; when near-duplicate removal leaves
-    // fewer than top-k results and the lists were cut short, search deeper.
-    let depth = topK;
-    let { rows, exhausted } = await rank(depth);
-    while (rows.length < topK && !exhausted && depth < 16 * topK) {
-      depth *= 2;
-      ({ rows, exhausted } = await rank(depth));
-    }
-    const results: SearchResult[] = rows.slice(0, topK).map(({ o, c, chunk }, i) => {
-      const s = chunk as NonNullable<typeof chunk>;
-      const source = attribute(s);
-      const scores: SearchResult["scores"] = {};
-      if (c.vector !== undefined) scores.vector = c.vector;
-      if (c.keyword !== undefined) scores.keyword = c.keyword;
-      if (o.fused !== undefined) scores.fused = o.fused;
-      return {
+          return vector;
+        },
+        reranker: (config) => this.reranker(config),
+      },
+      kbs,
+      query,
+      {
+        mode: options.mode === undefined ? undefined : mode,
+        topK,
+        vectorTopK: options.vectorTopK,
+        keywordTopK: options.keywordTopK,
+        vectorWeight: options.vectorWeight,
+        keywordWeight: options.keywordWeight,
+        minScore: options.minScore,
+        fallbackBelowThreshold: options.fallbackBelowThreshold,
+        keepDuplicates: options.keepDuplicates,
+        perKb: options.perKb,
+      },
+    );
+    warnings.push(...outcome.warnings);
+    const results: SearchResult[] = outcome.results.map((r, i) => {
+      const { source, citation } = attributed(r.chunk);
+      const s = r.chunk;
+      const result: SearchResult = {
         rank: i + 1,
-        score: o.score,
-        scores,
-        kb: c.kb,
-        chunkId: c.chunkId,
+        score: r.score,
+        scores: r.scores,
+        kb: r.kb,
+        chunkId: s.id,
         text: s.text,
         chunk: { index: s.chunkIndex, total: s.totalChunks, type: s.chunkType, start: s.start, end: s.end },
         source,
-        citation: formatCitation(source, s, null),
+        citation,
       };
+      if (r.reranker) result.reranker = r.reranker;
+      if (r.belowThreshold) result.belowThreshold = true;
+      if (options.explain) result.explain = r.explain;
+      return result;
     });
-    return { query, mode, kbs: kbs.map((k) => k.name), results, warnings, tookMs: Date.now() - started };
+    const response: SearchResponse = {
+      query,
+      mode,
+      kbs: kbs.map((k) => k.name),
+      rerankers: outcome.rerankers,
+      results,
+      warnings,
+      tookMs: Date.now() - started,
+    };
+    if (Object.keys(outcome.variants).length > 0) response.variants = outcome.variants;
+    return response;
+  }
+
+  /**
+   * The reranker of a KB's retrieval config, created once per configuration;
+   * undefined for `none` and for `auto` when no offline reranker beats hybrid with
+   * the KB's embedder (the bundled model: see the README's measurements).
+   */
+  reranker(config: KnowledgeBaseConfig): PipelineReranker | undefined {
+    const rc = config.retrieval.reranker;
+    if (rc.type === "none" || rc.type === "auto") return undefined;
+    throw new ConfigError(`knowledge base "${config.name}": reranker type "${rc.type}" is not available yet`);
   }
 
   /** The cached embedder of a KB's embedding configuration (one per provider+model). */

@@ -33,11 +33,15 @@ describe("kl CLI", () => {
     expect(config.chunking).toMatchObject({ strategy: "document", chunkSize: 800 });
     expect(config.chunking.chunkOverlap).toBeLessThan(800);
     expect(config.retrieval).toMatchObject({
-      mode: "hybrid",
+      mode: "hybrid_rerank",
       topK: 5,
       vectorTopK: 20,
       keywordTopK: 20,
       rrfK: 60,
+      vectorMinScore: 0.2,
+      reranker: { type: "auto" },
+      rerankCandidates: 20,
+      rerankWeight: 0.7,
     });
     const list = kl("kb", "list", "--json");
     expect(JSON.parse(list.stdout).map((k: { name: string }) => k.name)).toEqual(["default", "manuals"]);

@@ -69,7 +69,8 @@ describe("near-duplicate removal", () => {
       "",
       "",
     ];
-    expect(removeNearDuplicates(items, (s) => s)).toEqual([items[0], items[2], "", ""]);
+    // Empty texts are dropped as empty content (case B31), not kept or compared.
+    expect(removeNearDuplicates(items, (s) => s)).toEqual([items[0], items[2]]);
   });
   it("treats CJK words as tokens", () => {
     const kept = removeNearDuplicates(["机器学习很有趣", "机器学习很无聊"], (s) => s);

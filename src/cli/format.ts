@@ -126,12 +126,32 @@ export function formatSearchResults(r: SearchResponse): string {
     out.push(`${x.rank}. [${x.score.toFixed(4)}] ${citation}${r.kbs.length > 1 ? `  (kb ${x.kb})` : ""}`);
     out.push(`   ${x.source.title ? `${x.source.title} · ` : ""}${x.source.type} · ${parts.join(", ")}`);
     if (x.source.link) out.push(`   ${x.source.link}`);
+    if (x.belowThreshold) out.push("   (below the score threshold: returned as a fallback)");
+    if (x.explain) out.push(`   explain: ${explainLine(x.explain)}`);
     const snippet = x.text.replace(/\s+/g, " ").trim();
     out.push(`   ${snippet.length > 300 ? `${snippet.slice(0, 300)}…` : snippet}`);
     out.push("");
   }
-  out.push(`${r.results.length} results, ${r.mode}, ${r.tookMs} ms`);
+  const rerankers = [...new Set(Object.values(r.rerankers ?? {}))].filter((n) => n !== "none");
+  out.push(
+    `${r.results.length} results, ${r.mode}${rerankers.length > 0 ? ` (reranker ${rerankers.join(", ")})` : ""}, ${r.tookMs} ms`,
+  );
   return terminalSafe(out.join("\n"));
+}
+
+/** One line of `--explain`: each stage's rank and score. */
+function explainLine(e: NonNullable<SearchResponse["results"][number]["explain"]>): string {
+  const parts: string[] = [];
+  parts.push(
+    e.vectorRank !== undefined ? `vector #${e.vectorRank} ${(e.vectorScore ?? 0).toFixed(3)}` : "vector –",
+  );
+  parts.push(
+    e.keywordRank !== undefined ? `bm25 #${e.keywordRank} ${(e.keywordScore ?? 0).toFixed(2)}` : "bm25 –",
+  );
+  if (e.fused !== undefined) parts.push(`fused ${e.fused.toFixed(4)} (${e.retrieval.toFixed(3)})`);
+  if (e.rerank !== undefined) parts.push(`rerank ${e.rerank.toFixed(3)}`);
+  parts.push(`final ${e.final.toFixed(4)}`, `kb rank ${e.kbRank}`);
+  return parts.join(" · ");
 }
 
 /** Human-readable knowledge base description. */
@@ -153,7 +173,8 @@ export function formatKb(kb: KbRecord, counts: KbCounts): string {
     ...strategyOptions(c.chunking),
     `embedding:  ${c.embedding.provider}:${c.embedding.model}, batch ${c.embedding.batchSize}`,
     `store:      ${c.vectorStore.type}`,
-    `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK}, keyword top-k ${c.retrieval.keywordTopK}, RRF k ${c.retrieval.rrfK}, min score ${c.retrieval.minScore}, dedup ≥ ${c.retrieval.dedupThreshold}`,
+    `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK} (cosine ≥ ${c.retrieval.vectorMinScore}), keyword top-k ${c.retrieval.keywordTopK}, RRF k ${c.retrieval.rrfK}, weights ${c.retrieval.vectorWeight}:${c.retrieval.keywordWeight}, min score ${c.retrieval.minScore}${c.retrieval.fallbackBelowThreshold ? " (fallback)" : ""}, dedup ≥ ${c.retrieval.dedupThreshold}`,
+    `reranker:   ${c.retrieval.reranker.type}${"model" in c.retrieval.reranker ? ` ${c.retrieval.reranker.model}` : ""}, ${c.retrieval.rerankCandidates} candidates, weight ${c.retrieval.rerankWeight}; advanced: ${c.retrieval.expansionVariants} variants`,
   ].join("\n");
 }
 

@@ -10,6 +10,7 @@ import {
   type ChunkingStrategy,
   defaultKbConfig,
   type EmbeddingSemanticOptions,
+  parseRetrievalMode,
   RETRIEVAL_MODES,
   type RetrievalMode,
   SIZE_UNITS,
@@ -88,13 +89,16 @@ function embeddingSemanticOptions(o: {
 }
 
 function parseModes(value: string): RetrievalMode[] {
-  const modes = value.split(",").map((m) => m.trim());
-  for (const m of modes) {
-    if (!RETRIEVAL_MODES.includes(m as RetrievalMode)) {
-      throw new InvalidArgumentError(`unknown mode "${m}"; use ${RETRIEVAL_MODES.join(", ")}`);
-    }
+  return value.split(",").map((m) => parseMode(m.trim()));
+}
+
+/** One retrieval mode from the command line (`vector` is accepted for `vector_only`). */
+function parseMode(value: string): RetrievalMode {
+  const mode = parseRetrievalMode(value);
+  if (mode === undefined) {
+    throw new InvalidArgumentError(`unknown mode "${value}"; use ${RETRIEVAL_MODES.join(", ")}`);
   }
-  return modes as RetrievalMode[];
+  return mode;
 }
 
 function open(command: Command): KnowledgeLayer {
@@ -211,7 +215,7 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
   .option("--min-chunk-size <n>", "minimum chunk size in --unit (default 500)", int("--min-chunk-size", 0))
   .addOption(new Option("--unit <unit>", "unit of chunk sizes (default chars)").choices([...SIZE_UNITS]))
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
-  .addOption(new Option("--mode <mode>", "default search mode").choices([...RETRIEVAL_MODES]))
+  .option("--mode <mode>", `default retrieval strategy: ${RETRIEVAL_MODES.join(", ")}`, parseMode)
   .option("--top-k <n>", "results returned by default (default 5)", int("--top-k", 1, MAX_TOP_K))
   .option(
     "--vector-weight <w>",
@@ -344,11 +348,14 @@ program
   .description("retrieve ranked, attributed passages")
   .option("--kb <name>", "knowledge base (repeat to search several)", collect, [])
   .option("-k, --top-k <n>", "number of results", int("--top-k", 1, MAX_TOP_K))
-  .addOption(
-    new Option("--mode <mode>", "vector, keyword or hybrid (default from the KB: hybrid)").choices([
-      ...RETRIEVAL_MODES,
-    ]),
+  .option(
+    "--mode <mode>",
+    `retrieval strategy: ${RETRIEVAL_MODES.join(", ")} (default from the KB: hybrid_rerank)`,
+    parseMode,
   )
+  .option("--min-score <s>", "drop results below this final score (0 = no threshold)", weight("--min-score"))
+  .option("--fallback", "when nothing passes --min-score, return the best results flagged belowThreshold")
+  .option("--explain", "show per result the vector and BM25 rank/score, fused, rerank and final scores")
   .option("--json", "print the stable JSON shape (see README)")
   .action(async (query: string, o, command: Command) => {
     await withKl(command, async (kl) => {
@@ -356,6 +363,9 @@ program
         kbs: o.kb,
         topK: o.topK,
         mode: o.mode as RetrievalMode | undefined,
+        minScore: o.minScore,
+        fallbackBelowThreshold: o.fallback === true ? true : undefined,
+        explain: o.explain === true,
       });
       if (o.json) console.log(JSON.stringify(response, null, 2));
       else console.log(formatSearchResults(response));
@@ -462,8 +472,9 @@ evalCmd
   .description("run a BEIR benchmark through ingest and search; print nDCG@10, Recall@100, MRR@10 per mode")
   .option("--mode <modes>", "comma-separated modes", parseModes, [
     "keyword",
-    "vector",
+    "vector_only",
     "hybrid",
+    "hybrid_rerank",
   ] as RetrievalMode[])
   .option("--kb <name>", "knowledge base to use (default beir-<dataset>)")
   .option("--chunk-size <chars>", "chunk size of a newly created KB (default 10000)", int("--chunk-size"))
@@ -473,11 +484,13 @@ evalCmd
     ]),
   )
   .option("--limit <n>", "evaluate only the first n queries", int("--limit"))
+  .option("--split <name>", "qrels split (default test, else dev)")
   .option("--json", "print JSON")
   .action(async (dir: string, o, command: Command) => {
     await withKl(command, async (kl) => {
       const progress = ProgressReporter.forStderr(Boolean(o.json));
       const report = await evaluateBeir(kl, dir, {
+        split: o.split,
         modes: o.mode,
         kb: o.kb,
         chunkSize: o.chunkSize,
@@ -498,10 +511,10 @@ evalCmd
         );
       }
       console.log(`dataset ${report.dataset} (kb ${report.kb})`);
-      console.log("mode      queries  nDCG@10  Recall@100  MRR@10  ms/query");
+      console.log("mode          queries  nDCG@10  Recall@100  MRR@10  ms/query");
       for (const r of report.results) {
         console.log(
-          `${r.mode.padEnd(9)} ${String(r.queries).padStart(7)}  ${r.ndcg10.toFixed(4)}  ${r.recall100.toFixed(4).padStart(10)}  ${r.mrr10.toFixed(4)}  ${r.msPerQuery.toFixed(1).padStart(8)}`,
+          `${r.mode.padEnd(13)} ${String(r.queries).padStart(7)}  ${r.ndcg10.toFixed(4)}  ${r.recall100.toFixed(4).padStart(10)}  ${r.mrr10.toFixed(4)}  ${r.msPerQuery.toFixed(1).padStart(8)}`,
         );
       }
     });

@@ -85,6 +85,13 @@ export function beirUri(dataset: string, docId: string): string {
   return `beir:${dataset}/${docId}`;
 }
 
+/** `test` when `dir/qrels/test.tsv` exists, else `dev`, else `test` (the error then names it). */
+export function defaultSplit(dir: string): string {
+  if (existsSync(join(dir, "qrels", "test.tsv"))) return "test";
+  if (existsSync(join(dir, "qrels", "dev.tsv"))) return "dev";
+  return "test";
+}
+
 /** Options for {@link evaluateBeir}. */
 export interface BeirOptions {
   modes: RetrievalMode[];
@@ -96,6 +103,8 @@ export interface BeirOptions {
   analyzer?: Analyzer;
   /** Evaluate only the first n judged queries. */
   limit?: number;
+  /** Qrels split: `qrels/<split>.tsv`. Default `test`, else the only split present (e.g. `dev`). */
+  split?: string;
   onProgress?: (
     event: IngestProgress | { phase: "query"; mode: RetrievalMode; done: number; total: number },
   ) => void;
@@ -114,7 +123,7 @@ export async function evaluateBeir(
   dir: string,
   options: BeirOptions,
 ): Promise<BeirReport> {
-  const data = loadBeir(dir);
+  const data = loadBeir(dir, options.split ?? defaultSplit(dir));
   const analyzer = options.analyzer ?? "english";
   const suffix = analyzer === "english" ? "" : `-${analyzer}`;
   const kbName = options.kb ?? `beir-${data.name}${suffix}`.replace(/[^A-Za-z0-9_.-]/g, "-");

@@ -15,7 +15,7 @@ import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
-export const PIPELINE_VERSION = 3;
+export const PIPELINE_VERSION = 4;
 
 /** A per-file problem reported by ingest. */
 export interface IngestIssue {

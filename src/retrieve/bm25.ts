@@ -1,15 +1,28 @@
 import type { Db } from "../store/database.js";
-import { type Analyzer, analyzerOptions, termFrequencies, tokenize } from "./tokenizer.js";
+import {
+  type Analyzer,
+  analyzerOptions,
+  type TokenizeOptions,
+  termFrequencies,
+  tokenize,
+} from "./tokenizer.js";
 
 /** BM25 parameters. */
 export interface Bm25Params {
-  /** Term-frequency saturation. Default 1.2. */
+  /** Term-frequency saturation (≥ 0). Default 1.2. */
   k1: number;
   /** Length normalisation in [0, 1]. Default 0.75. */
   b: number;
   /** Analyzer used at index time; queries must use the same one. Default `english`. */
   analyzer?: Analyzer;
 }
+
+/** The default BM25 parameters: k1 = 1.2, b = 0.75 (Lucene's and Elasticsearch's defaults). */
+export const DEFAULT_BM25_PARAMS: Readonly<Required<Bm25Params>> = Object.freeze({
+  k1: 1.2,
+  b: 0.75,
+  analyzer: "english",
+});
 
 /** A keyword hit: chunk row id and its BM25 score (unbounded, ≥ 0). */
 export interface Bm25Hit {
@@ -19,12 +32,40 @@ export interface Bm25Hit {
 
 /**
  * BM25 inverse document frequency, Lucene's variant
- * `ln(1 + (N − n + 0.5) / (n + 0.5))`, which is never negative
- * (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25 and Beyond").
- * `N` = chunks in the corpus, `n` = chunks containing the term.
+ * `ln(1 + (N − n + 0.5) / (n + 0.5))`, which is never negative (unlike the classic
+ * Robertson–Spärck Jones `ln((N − n + 0.5) / (n + 0.5))`, negative for terms in more
+ * than half the documents). See Robertson & Zaragoza 2009, "The Probabilistic Relevance
+ * Framework: BM25 and Beyond"; Lucene `BM25Similarity.idf`.
+ * @param N documents (chunks) in the corpus, ≥ 0.
+ * @param n documents containing the term, 0 ≤ n ≤ N.
+ * @returns a natural-log weight > 0 (for n ≤ N).
  */
 export function bm25Idf(N: number, n: number): number {
   return Math.log(1 + (N - n + 0.5) / (n + 0.5));
+}
+
+/**
+ * BM25 weight of one term in one document (Robertson & Zaragoza 2009, eq. 3.15, with
+ * Lucene's IDF): `idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · dl / avgdl))`.
+ * Lucene 8+ drops the constant `(k1 + 1)` factor; it is kept here, so scores match
+ * the textbook and Elasticsearch < 7 / Pyserini-style figures (ranking is unchanged).
+ * @param tf occurrences of the term in the document (a term absent from it scores 0).
+ * @param docLength document length in tokens.
+ * @param avgDocLength mean document length in tokens over the corpus; a value ≤ 0
+ *   (every document empty) is treated as 1 so the result is never NaN.
+ * @param idf from {@link bm25Idf}.
+ */
+export function bm25TermScore(
+  tf: number,
+  docLength: number,
+  avgDocLength: number,
+  idf: number,
+  params: Pick<Bm25Params, "k1" | "b"> = DEFAULT_BM25_PARAMS,
+): number {
+  if (!(tf > 0)) return 0;
+  const { k1, b } = params;
+  const avgdl = avgDocLength > 0 ? avgDocLength : 1;
+  return (idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * docLength) / avgdl));
 }
 
 /**
@@ -32,6 +73,7 @@ export function bm25Idf(N: number, n: number): number {
  * persisted in SQLite (`postings(kb, term, chunk_id, tf)`; chunk lengths in
  * `chunks.token_count`). Statistics (N, average length, document frequency) are
  * read from the index at query time, so they always reflect the whole corpus.
+ * Scoring is {@link bm25TermScore} with {@link bm25Idf}, summed over query terms.
  */
 export class Bm25Index {
   private readonly insert;
@@ -47,7 +89,7 @@ export class Bm25Index {
   /**
    * Tokenises `text` and writes its postings. Call inside the transaction that
    * inserts the chunk row. Returns the chunk length in tokens (store it in
-   * `chunks.token_count`).
+   * `chunks.token_count`); an empty chunk has length 0 and no postings.
    */
   indexChunk(kb: string, chunkId: number, text: string, analyzer: Analyzer = "english"): number {
     const tokens = tokenize(text, analyzerOptions(analyzer));
@@ -63,35 +105,144 @@ export class Bm25Index {
   /**
    * Scores the chunks of `kb` against `query` and returns the best `topK`, by
    * score descending then chunk id ascending (deterministic). Query terms that
-   * repeat count once per occurrence. An empty query or empty corpus gives [].
+   * repeat count once per occurrence. Only chunks sharing a term with the query
+   * are returned (all with score > 0); an empty query, an empty corpus or
+   * `topK` ≤ 0 gives [].
    */
   search(kb: string, query: string, topK: number, params: Bm25Params): Bm25Hit[] {
     const queryTerms = termFrequencies(tokenize(query, analyzerOptions(params.analyzer ?? "english")));
-    if (queryTerms.size === 0 || topK <= 0) return [];
+    if (queryTerms.size === 0 || !(topK > 0)) return [];
     const stats = this.db
       .prepare("SELECT count(*) AS n, coalesce(avg(token_count), 0) AS avgdl FROM chunks WHERE kb = ?")
       .get(kb) as { n: number; avgdl: number };
     if (stats.n === 0) return [];
-    const avgdl = stats.avgdl > 0 ? stats.avgdl : 1;
     const postings = this.db.prepare(
       `SELECT p.chunk_id AS id, p.tf AS tf, c.token_count AS len FROM postings p
        JOIN chunks c ON c.id = p.chunk_id WHERE p.kb = ? AND p.term = ?`,
     );
     const scores = new Map<number, number>();
-    const { k1, b } = params;
     for (const [term, qtf] of queryTerms) {
       const rows = postings.all(kb, term) as { id: number; tf: number; len: number }[];
       if (rows.length === 0) continue;
       const idf = bm25Idf(stats.n, rows.length);
       for (const row of rows) {
-        const norm = row.tf + k1 * (1 - b + (b * row.len) / avgdl);
-        const s = (qtf * idf * (row.tf * (k1 + 1))) / norm;
+        const s = qtf * bm25TermScore(row.tf, row.len, stats.avgdl, idf, params);
         scores.set(row.id, (scores.get(row.id) ?? 0) + s);
       }
     }
     return [...scores]
       .map(([chunkId, score]) => ({ chunkId, score }))
       .sort((x, y) => y.score - x.score || x.chunkId - y.chunkId)
+      .slice(0, topK);
+  }
+}
+
+/** Options of a {@link MemoryBm25Index}. */
+export interface MemoryBm25Options {
+  /** Default 1.2. */
+  k1?: number;
+  /** Default 0.75. */
+  b?: number;
+  /** Analyzer for documents and queries. Default `english`. Ignored when `tokenize` is given. */
+  analyzer?: Analyzer;
+  /** Extra {@link TokenizeOptions} merged over the analyzer's (e.g. `{ cjk: "word" }`). */
+  tokenizeOptions?: TokenizeOptions;
+  /** Custom tokenizer for documents and queries; overrides `analyzer` and `tokenizeOptions`. */
+  tokenize?: (text: string) => string[];
+}
+
+/** A hit of a {@link MemoryBm25Index}: the document's position in insertion order, and its score. */
+export interface MemoryBm25Hit {
+  /** 0-based index of the document in the order it was added. */
+  doc: number;
+  /** BM25 score, ≥ 0. */
+  score: number;
+}
+
+/**
+ * In-memory BM25 over a small corpus (tests, benchmarks, ad-hoc ranking), scoring
+ * exactly like {@link Bm25Index}: Lucene's IDF ({@link bm25Idf}) and
+ * {@link bm25TermScore}, summed over query terms (a repeated query term counts once
+ * per occurrence). Statistics cover every document added so far.
+ * @throws RangeError from the constructor when k1 < 0 or b is outside [0, 1].
+ */
+export class MemoryBm25Index {
+  private readonly params: { k1: number; b: number };
+  private readonly tokenizeText: (text: string) => string[];
+  private readonly postings = new Map<string, { doc: number; tf: number }[]>();
+  private readonly lengths: number[] = [];
+  private totalLength = 0;
+
+  constructor(options: MemoryBm25Options = {}) {
+    const k1 = options.k1 ?? DEFAULT_BM25_PARAMS.k1;
+    const b = options.b ?? DEFAULT_BM25_PARAMS.b;
+    if (!(k1 >= 0)) throw new RangeError(`BM25 k1 must be >= 0 (got ${k1})`);
+    if (!(b >= 0 && b <= 1)) throw new RangeError(`BM25 b must be in [0, 1] (got ${b})`);
+    this.params = { k1, b };
+    const tokenizeOptions = {
+      ...analyzerOptions(options.analyzer ?? "english"),
+      ...options.tokenizeOptions,
+    };
+    this.tokenizeText = options.tokenize ?? ((text) => tokenize(text, tokenizeOptions));
+  }
+
+  /** Number of documents added. */
+  get size(): number {
+    return this.lengths.length;
+  }
+
+  /** Index statistics: documents, distinct terms, and total tokens (sum of document lengths). */
+  stats(): { documents: number; terms: number; tokens: number } {
+    return { documents: this.lengths.length, terms: this.postings.size, tokens: this.totalLength };
+  }
+
+  /** Adds a document and returns its index (0-based, in insertion order). */
+  add(text: string): number {
+    const doc = this.lengths.length;
+    const tokens = this.tokenizeText(text);
+    for (const [term, tf] of termFrequencies(tokens)) {
+      const list = this.postings.get(term);
+      if (list) list.push({ doc, tf });
+      else this.postings.set(term, [{ doc, tf }]);
+    }
+    this.lengths.push(tokens.length);
+    this.totalLength += tokens.length;
+    return doc;
+  }
+
+  /**
+   * BM25 score of every document for `query`, indexed like the documents (0 for a
+   * document sharing no term with the query, for an empty document, and for all
+   * documents of an empty query). Never NaN.
+   */
+  scores(query: string): number[] {
+    const out = new Array<number>(this.lengths.length).fill(0);
+    const N = this.lengths.length;
+    if (N === 0) return out;
+    const avgdl = this.totalLength / N;
+    for (const [term, qtf] of termFrequencies(this.tokenizeText(query))) {
+      const list = this.postings.get(term);
+      if (!list) continue;
+      const idf = bm25Idf(N, list.length);
+      for (const { doc, tf } of list) {
+        out[doc] =
+          (out[doc] as number) +
+          qtf * bm25TermScore(tf, this.lengths[doc] as number, avgdl, idf, this.params);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The best `topK` documents with a score > 0, by score descending then insertion
+   * order (deterministic). An empty query, an empty corpus or `topK` ≤ 0 gives [].
+   */
+  search(query: string, topK: number): MemoryBm25Hit[] {
+    if (!(topK > 0)) return [];
+    return this.scores(query)
+      .map((score, doc) => ({ doc, score }))
+      .filter((h) => h.score > 0)
+      .sort((x, y) => y.score - x.score || x.doc - y.doc)
       .slice(0, topK);
   }
 }

@@ -1,13 +1,41 @@
-import { tokenize } from "./tokenizer.js";
+/**
+ * Near-duplicate removal for ranked results: token-set Jaccard similarity
+ * (Broder 1997, "On the resemblance and containment of documents", with whole
+ * tokens instead of shingles), first occurrence wins.
+ */
 
-/** Normalised token set of a text for near-duplicate detection (no stemming, stop words kept; CJK words count). */
+// Unicode word runs: letters, digits and marks; everything else (punctuation, symbols, space) separates.
+const WORD_RUN = /[\p{L}\p{N}\p{M}]+/gu;
+// Chinese, Japanese and Korean characters: each one is a token.
+const CJK_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
+const CJK_SPLIT = /([\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}])/u;
+
+/** The default Jaccard threshold of {@link removeNearDuplicates}: 0.9. */
+export const DEFAULT_DEDUP_THRESHOLD = 0.9;
+
+/**
+ * Normalised token set of a text for near-duplicate detection: NFKC, lower case,
+ * Unicode word runs (letters, digits, marks) with all punctuation stripped; every
+ * Chinese, Japanese or Korean character is a token of its own. No stemming, stop
+ * words kept. Punctuation-only or empty text gives the empty set.
+ */
 export function tokenSet(text: string): Set<string> {
-  return new Set(tokenize(text, { stem: false, stopWords: false }));
+  const out = new Set<string>();
+  for (const [run] of text.normalize("NFKC").toLowerCase().matchAll(WORD_RUN)) {
+    if (!CJK_CHAR.test(run)) {
+      out.add(run);
+      continue;
+    }
+    // Split keeps the captured CJK characters; the pieces between them are non-CJK words.
+    for (const piece of run.split(CJK_SPLIT)) if (piece.length > 0) out.add(piece);
+  }
+  return out;
 }
 
 /**
  * Jaccard similarity |A ∩ B| / |A ∪ B| of two token sets, in [0, 1].
- * Two empty sets have similarity 0: empty texts are not duplicates of each other.
+ * When either set is empty the similarity is 0: empty token sets are not similar to
+ * anything, not even to each other. Never NaN.
  */
 export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
   if (a.size === 0 || b.size === 0) return 0;
@@ -18,20 +46,36 @@ export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number 
 }
 
 /**
- * Removes near-duplicates from a ranked list, keeping the first (best-ranked)
- * of each group: an item is dropped when its token-set Jaccard similarity with
- * an already kept item is ≥ `threshold` (default 0.9). Order is preserved.
+ * Removes near-duplicates from a ranked list, keeping the first (best-ranked) item of
+ * each group; order is preserved. An item is dropped when:
+ * - its text is empty or whitespace only (no content to show);
+ * - its trimmed text equals that of a kept item (exact duplicate, whatever its tokens); or
+ * - both token sets ({@link tokenSet}) are non-empty and their {@link jaccard} similarity
+ *   with a kept item is ≥ `threshold`.
+ * So texts without word tokens (`---`, `***`) are duplicates only when identical.
+ * Quadratic in the number of kept items; meant for result lists (tens to hundreds).
+ *
+ * @param textOf the text of an item.
+ * @param threshold Jaccard threshold in (0, 1], default 0.9.
+ * @throws RangeError when the threshold is not in (0, 1].
  */
 export function removeNearDuplicates<T>(
   items: readonly T[],
   textOf: (item: T) => string,
-  threshold = 0.9,
+  threshold = DEFAULT_DEDUP_THRESHOLD,
 ): T[] {
+  if (!(threshold > 0 && threshold <= 1)) {
+    throw new RangeError(`dedup threshold must be in (0, 1] (got ${threshold})`);
+  }
   const kept: { item: T; tokens: Set<string> }[] = [];
+  const keptTexts = new Set<string>();
   for (const item of items) {
-    const tokens = tokenSet(textOf(item));
-    if (kept.some((k) => jaccard(k.tokens, tokens) >= threshold)) continue;
+    const trimmed = textOf(item).trim();
+    if (trimmed.length === 0 || keptTexts.has(trimmed)) continue;
+    const tokens = tokenSet(trimmed);
+    if (tokens.size > 0 && kept.some((k) => jaccard(k.tokens, tokens) >= threshold)) continue;
     kept.push({ item, tokens });
+    keptTexts.add(trimmed);
   }
   return kept.map((k) => k.item);
 }

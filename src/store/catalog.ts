@@ -1,4 +1,9 @@
-import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../config.js";
+import {
+  defaultKbConfig,
+  type KnowledgeBaseConfig,
+  parseRetrievalMode,
+  validateKbConfig,
+} from "../config.js";
 import type { Chunk, DocumentMetadata } from "../types.js";
 import type { Db } from "./database.js";
 
@@ -153,6 +158,17 @@ export class Catalog {
       | { text: string }
       | undefined;
     return row?.text ?? "";
+  }
+
+  /**
+   * The most recently ingested document of a KB (latest `ingested_at`, then the
+   * highest id), or undefined when the KB has none.
+   */
+  latestDocument(kb: string): DocumentRecord | undefined {
+    const row = this.db
+      .prepare("SELECT * FROM documents WHERE kb = ? ORDER BY ingested_at DESC, id DESC LIMIT 1")
+      .get(kb) as DocumentRow | undefined;
+    return row && toDocumentRecord(row);
   }
 
   /** Chunk row ids of a document, in chunk order. */
@@ -322,7 +338,11 @@ function withDefaults(stored: KnowledgeBaseConfig): KnowledgeBaseConfig {
     chunking: { ...base.chunking, ...stored.chunking },
     embedding: { ...base.embedding, ...stored.embedding },
     vectorStore: { ...base.vectorStore, ...stored.vectorStore },
-    retrieval: { ...base.retrieval, ...stored.retrieval },
+    retrieval: {
+      ...base.retrieval,
+      ...stored.retrieval,
+      mode: parseRetrievalMode(String(stored.retrieval?.mode ?? base.retrieval.mode)) ?? base.retrieval.mode,
+    },
     ...(stored.extraction ? { extraction: stored.extraction } : {}),
   };
 }

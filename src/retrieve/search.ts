@@ -1,0 +1,502 @@
+/**
+ * The retrieval pipeline behind `KnowledgeLayer.search`: per knowledge base,
+ * candidates from the vector index and/or corpus-level BM25, fused, optionally
+ * expanded (advanced) and reranked (hybrid_rerank, advanced); then several KBs
+ * fused by rank, near-duplicates removed, thresholds applied and attribution
+ * attached in one batch lookup.
+ *
+ * Strategies (`RetrievalMode`):
+ * - `vector_only`: cosine top-k (candidates below `vectorMinScore` dropped);
+ * - `keyword`: BM25 top-k;
+ * - `hybrid`: vector and BM25 lists fused by reciprocal rank fusion (or weighted
+ *   score fusion, `fusion: "weighted"`);
+ * - `hybrid_rerank`: hybrid, then the KB's reranker over the top
+ *   `rerankCandidates`, final = `rerankWeight × rerank + (1 − rerankWeight) × retrieval`
+ *   on [0, 1] scales;
+ * - `advanced`: the query plus up to `expansion.variants − 1` expansions (an LLM
+ *   when configured, else pseudo-relevance feedback), each retrieved as hybrid,
+ *   fused by RRF, then reranked as hybrid_rerank.
+ */
+import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
+import type { Catalog, KbRecord, StoredChunk } from "../store/catalog.js";
+import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
+import { type Attribution, attribute, formatCitation } from "./attribution.js";
+import type { Bm25Index } from "./bm25.js";
+import { removeNearDuplicates } from "./dedupe.js";
+import { reciprocalRankFusion } from "./fusion.js";
+import { tokenize } from "./tokenizer.js";
+
+/** The part of a reranker the pipeline uses (see `src/rerank/contract.ts`). */
+export interface PipelineReranker {
+  /** What ran, e.g. `cross-encoder:ms-marco-MiniLM-L-6-v2`; shown on every result. */
+  readonly name: string;
+  /** Scores in [0, 1], best first; `index` is the position in `docs`. */
+  rerank(
+    query: string,
+    docs: string[],
+    options?: { topN?: number },
+  ): Promise<{ index: number; score: number }[]>;
+}
+
+/** Query expansion for the advanced strategy: alternative phrasings of `query` (not including it). */
+export type QueryExpander = (query: string, max: number) => Promise<string[]>;
+
+/** What the pipeline needs from the knowledge layer. */
+export interface RetrievalDeps {
+  catalog: Catalog;
+  store: SqliteVectorStore;
+  bm25: Bm25Index;
+  /** Query vector of `text` with the KB's embedder (cached by the caller). */
+  embedQuery(config: KnowledgeBaseConfig, text: string): Promise<Float32Array>;
+  /** The KB's reranker, or undefined when it has none. */
+  reranker(config: KnowledgeBaseConfig): PipelineReranker | undefined;
+  /** The KB's LLM query expander, or undefined (pseudo-relevance feedback is used). */
+  expander?(config: KnowledgeBaseConfig): QueryExpander | undefined;
+  /** Vector collection of a KB. */
+  collection(kb: string): string;
+}
+
+/** Per-KB overrides of a multi-KB search (an agent's attachment config). */
+export interface KbRetrievalOverrides {
+  /** Most results this KB contributes. */
+  maxResults?: number;
+  /** Minimum final score for this KB's results (0 means 0: no threshold). */
+  minScore?: number;
+  mode?: RetrievalMode;
+}
+
+/** Options of one search; unset fields come from each KB's retrieval config. */
+export interface RetrievalOptions {
+  mode?: RetrievalMode;
+  topK?: number;
+  vectorTopK?: number;
+  keywordTopK?: number;
+  vectorWeight?: number;
+  keywordWeight?: number;
+  /** Minimum final score (see {@link RetrievedResult.score}); 0 means no threshold. */
+  minScore?: number;
+  /** When nothing passes the threshold, return the best results flagged `belowThreshold`. */
+  fallbackBelowThreshold?: boolean;
+  keepDuplicates?: boolean;
+  perKb?: Record<string, KbRetrievalOverrides>;
+}
+
+/** Ranks and scores of one result at each stage, for `--explain`. */
+export interface ResultExplanation {
+  /** Per query variant (advanced) or the single query: 1-based ranks and raw scores. */
+  vectorRank?: number;
+  vectorScore?: number;
+  keywordRank?: number;
+  keywordScore?: number;
+  /** Fused retrieval score (RRF or weighted) and its [0, 1] normalisation. */
+  fused?: number;
+  retrieval: number;
+  /** Reranker score in [0, 1], when a reranker ran. */
+  rerank?: number;
+  /** Final score the KB list is ordered by. */
+  final: number;
+  /** Rank within its KB before multi-KB fusion. */
+  kbRank: number;
+}
+
+/** One retrieved chunk with its scores, before rank numbering. */
+export interface RetrievedResult {
+  kb: string;
+  chunk: StoredChunk;
+  /**
+   * The score this KB's list is ordered by, in [0, 1] for every mode except
+   * `keyword` (raw BM25): cosine for vector_only, fused score normalised by the
+   * best possible (first in every list = 1) for hybrid, the final
+   * rerank mix for hybrid_rerank/advanced. Several KBs are fused by rank (RRF).
+   */
+  score: number;
+  scores: { vector?: number; keyword?: number; fused?: number; rerank?: number };
+  explain: ResultExplanation;
+  /** Set when the result is below the threshold and returned as a fallback. */
+  belowThreshold?: boolean;
+  /** The reranker that scored it. */
+  reranker?: string;
+}
+
+/** Result of {@link retrieve}. */
+export interface RetrievalOutcome {
+  results: RetrievedResult[];
+  /** Reranker per KB that ran (`none` when the mode does not rerank or the KB has none). */
+  rerankers: Record<string, string>;
+  /** Query variants used per KB (advanced). */
+  variants: Record<string, string[]>;
+  warnings: string[];
+}
+
+/** Candidate of one KB with the data of every stage. */
+interface Candidate {
+  chunkId: number;
+  vector?: number;
+  vectorRank?: number;
+  keyword?: number;
+  keywordRank?: number;
+  fused?: number;
+  retrieval: number;
+  rerank?: number;
+  final: number;
+}
+
+/** Strategies that use the vector index. */
+const USES_VECTORS: ReadonlySet<RetrievalMode> = new Set([
+  "vector_only",
+  "hybrid",
+  "hybrid_rerank",
+  "advanced",
+]);
+/** Strategies that use BM25. */
+const USES_BM25: ReadonlySet<RetrievalMode> = new Set(["keyword", "hybrid", "hybrid_rerank", "advanced"]);
+/** Strategies that rerank. */
+const RERANKS: ReadonlySet<RetrievalMode> = new Set(["hybrid_rerank", "advanced"]);
+
+/**
+ * Candidates of one KB for one query text: vector and/or BM25 lists, fused.
+ * `exhausted` is false when a list came back full (a deeper search may add more).
+ */
+async function candidatesFor(
+  deps: RetrievalDeps,
+  kb: KbRecord,
+  text: string,
+  mode: RetrievalMode,
+  depth: number,
+  options: RetrievalOptions,
+): Promise<{ list: Candidate[]; exhausted: boolean }> {
+  const r = kb.config.retrieval;
+  const byId = new Map<number, Candidate>();
+  const get = (id: number): Candidate => {
+    let c = byId.get(id);
+    if (!c) {
+      c = { chunkId: id, retrieval: 0, final: 0 };
+      byId.set(id, c);
+    }
+    return c;
+  };
+  const lists: { ids: string[]; weight: number }[] = [];
+  let exhausted = true;
+  if (USES_VECTORS.has(mode)) {
+    const collection = deps.collection(kb.name);
+    if (await deps.store.info(collection)) {
+      const vector = await deps.embedQuery(kb.config, text);
+      const want = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
+      const hits = deps.store.searchSync(collection, vector, {
+        topK: want,
+        scoreThreshold: r.vectorMinScore,
+      });
+      if (hits.length === want) exhausted = false;
+      hits.forEach((h, i) => {
+        const c = get(Number(h.id));
+        c.vector = h.score;
+        c.vectorRank = i + 1;
+      });
+      lists.push({
+        ids: hits.map((h) => h.id),
+        weight: mode === "vector_only" ? 1 : (options.vectorWeight ?? r.vectorWeight),
+      });
+    }
+  }
+  if (USES_BM25.has(mode)) {
+    const want = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
+    const hits = deps.bm25.search(kb.name, text, want, { k1: r.bm25K1, b: r.bm25B, analyzer: r.analyzer });
+    if (hits.length === want) exhausted = false;
+    hits.forEach((h, i) => {
+      const c = get(h.chunkId);
+      c.keyword = h.score;
+      c.keywordRank = i + 1;
+    });
+    lists.push({
+      ids: hits.map((h) => String(h.chunkId)),
+      weight: mode === "keyword" ? 1 : (options.keywordWeight ?? r.keywordWeight),
+    });
+  }
+  let list: Candidate[];
+  if (mode === "vector_only") {
+    list = [...byId.values()].sort((a, b) => (b.vector ?? 0) - (a.vector ?? 0));
+    for (const c of list) c.retrieval = Math.max(0, Math.min(1, c.vector ?? 0));
+  } else if (mode === "keyword") {
+    list = [...byId.values()].sort((a, b) => (b.keyword ?? 0) - (a.keyword ?? 0));
+    const top = list[0]?.keyword ?? 0;
+    for (const c of list) c.retrieval = top > 0 ? (c.keyword ?? 0) / top : 0;
+  } else {
+    const k = r.rrfK;
+    const fused = reciprocalRankFusion(lists, k);
+    // The best possible RRF score: first in every list with a positive weight.
+    const best = lists.reduce((s, l) => s + (l.weight > 0 ? l.weight / (k + 1) : 0), 0);
+    list = fused.map((f) => {
+      const c = get(Number(f.id));
+      c.fused = f.score;
+      c.retrieval = best > 0 ? f.score / best : 0;
+      return c;
+    });
+  }
+  for (const c of list) c.final = mode === "keyword" ? (c.keyword ?? 0) : c.retrieval;
+  return { list, exhausted };
+}
+
+/**
+ * Pseudo-relevance feedback expansion (RM3-style, Abdul-Jaleel et al. 2004, simplified):
+ * the terms that weigh most in the top `docs` feedback chunks (term frequency in the
+ * chunk × IDF over the feedback set, summed, query terms excluded) form up to
+ * `max` variants: the query plus the top terms, and the top terms alone.
+ */
+export function feedbackVariants(
+  query: string,
+  feedback: string[],
+  max: number,
+  analyzer: "english" | "standard",
+): string[] {
+  if (max <= 0 || feedback.length === 0) return [];
+  const opts = analyzer === "english" ? {} : { stem: false, stopWords: false };
+  const queryTerms = new Set(tokenize(query, opts));
+  const df = new Map<string, number>();
+  const tfs = feedback.map((text) => {
+    const tf = new Map<string, number>();
+    for (const t of tokenize(text, opts))
+      if (
+        !queryTerms.has(t) &&
+        (t.length > 2 || (t.length === 2 && /[^\p{ASCII}]/u.test(t))) &&
+        !/^\d+$/.test(t)
+      )
+        tf.set(t, (tf.get(t) ?? 0) + 1);
+    for (const t of tf.keys()) df.set(t, (df.get(t) ?? 0) + 1);
+    return tf;
+  });
+  const weight = new Map<string, number>();
+  tfs.forEach((tf, rank) => {
+    const total = [...tf.values()].reduce((a, b) => a + b, 0) || 1;
+    const docWeight = 1 / (rank + 1);
+    for (const [t, n] of tf)
+      weight.set(t, (weight.get(t) ?? 0) + docWeight * (n / total) * ((df.get(t) ?? 0) > 1 ? 1 : 0.5));
+  });
+  const top = [...weight.entries()]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, 10)
+    .map(([t]) => t);
+  if (top.length === 0) return [];
+  return [`${query} ${top.join(" ")}`, top.join(" ")].slice(0, max);
+}
+
+/** Ranked candidates of one KB, reranked when the mode asks for it. */
+async function retrieveKb(
+  deps: RetrievalDeps,
+  kb: KbRecord,
+  query: string,
+  mode: RetrievalMode,
+  depth: number,
+  options: RetrievalOptions,
+  outcome: RetrievalOutcome,
+): Promise<{ list: Candidate[]; exhausted: boolean }> {
+  const r = kb.config.retrieval;
+  const baseMode: RetrievalMode = mode === "hybrid_rerank" || mode === "advanced" ? "hybrid" : mode;
+  let { list, exhausted } = await candidatesFor(deps, kb, query, baseMode, depth, options);
+  if (mode === "advanced") {
+    const max = Math.max(0, r.expansionVariants - 1);
+    const expander = deps.expander?.(kb.config);
+    let variants: string[] = [];
+    if (expander) {
+      variants = (await expander(query, max)).filter((v) => v.trim() !== "" && v !== query).slice(0, max);
+    } else {
+      const feedbackIds = list.slice(0, 5).map((c) => c.chunkId);
+      const texts = [...deps.catalog.loadChunks(feedbackIds).values()].map((c) => c.text);
+      variants = feedbackVariants(query, texts, max, r.analyzer);
+    }
+    outcome.variants[kb.name] = [query, ...variants];
+    if (variants.length > 0) {
+      const runs = [
+        { list, exhausted },
+        ...(await Promise.all(variants.map((v) => candidatesFor(deps, kb, v, "hybrid", depth, options)))),
+      ];
+      exhausted = runs.every((x) => x.exhausted);
+      const first = new Map(list.map((c) => [c.chunkId, c]));
+      const fused = reciprocalRankFusion(
+        runs.map((x) => ({ ids: x.list.map((c) => String(c.chunkId)) })),
+        r.rrfK,
+      );
+      const best = runs.length / (r.rrfK + 1);
+      list = fused.map((f) => {
+        const id = Number(f.id);
+        const own = first.get(id) ??
+          runs.map((x) => x.list.find((c) => c.chunkId === id)).find((c) => c) ?? {
+            chunkId: id,
+            retrieval: 0,
+            final: 0,
+          };
+        return { ...own, fused: f.score, retrieval: f.score / best, final: f.score / best };
+      });
+    }
+  }
+  if (RERANKS.has(mode)) {
+    const reranker = deps.reranker(kb.config);
+    outcome.rerankers[kb.name] = reranker?.name ?? "none";
+    if (reranker && list.length > 0) {
+      const n = Math.min(list.length, Math.max(r.rerankCandidates, options.topK ?? r.topK));
+      const head = list.slice(0, n);
+      const chunks = deps.catalog.loadChunks(head.map((c) => c.chunkId));
+      const texts = head.map((c) => chunks.get(c.chunkId)?.text ?? "");
+      const scores = await reranker.rerank(query, texts);
+      const w = r.rerankWeight;
+      for (const s of scores) {
+        const c = head[s.index];
+        if (!c) continue;
+        c.rerank = s.score;
+        c.final = w * s.score + (1 - w) * c.retrieval;
+      }
+      head.sort((a, b) => b.final - a.final || a.chunkId - b.chunkId);
+      list = [...head, ...list.slice(n)];
+    }
+  } else {
+    outcome.rerankers[kb.name] = "none";
+  }
+  return { list, exhausted };
+}
+
+/** Default text of an instruction-type query ("summarise this file", "附件里说了什么"). */
+const INSTRUCTION_QUERY =
+  /^\s*(please\s+)?(summari[sz]e|give (me )?(a )?summary|tl;?dr|what('s| is| does)? (in |the )?(this|the|that|attached|attachment|uploaded|latest) (file|document|doc|attachment|pdf|email|message)|what does (this|the|that) (file|document|attachment|pdf) say|describe (this|the|that) (file|document|attachment))|^\s*(总结|概括|摘要|总结一下|这个文件|这份文件|附件|该文件).{0,20}(说了什么|讲了什么|内容|是什么)?/i;
+
+/**
+ * True for instruction-type queries that ask about a file rather than search for
+ * content ("summarise this file", "what does the attachment say", "总结一下这个文件"):
+ * they skip the score threshold and prefer the most recently ingested document.
+ */
+export function isInstructionQuery(query: string): boolean {
+  return INSTRUCTION_QUERY.test(query);
+}
+
+/**
+ * Runs a search over `kbs` (see the module comment for the strategies).
+ *
+ * Several KBs are queried concurrently, each with its own embedder, store,
+ * reranker and retrieval config, and fused by reciprocal rank (never by raw
+ * cosine: KBs may use different models). Near-duplicates are removed
+ * (token-set Jaccard ≥ the first KB's `dedupThreshold`); when that leaves fewer
+ * than top-k and the lists were cut short, the search goes deeper (up to 16 × top-k).
+ * A result below its KB's `minScore` is dropped; when none is left and
+ * `fallbackBelowThreshold` is set, the best ones come back flagged `belowThreshold`.
+ * Instruction-type queries skip the threshold and put the most recently ingested
+ * document's chunks first.
+ */
+export async function retrieve(
+  deps: RetrievalDeps,
+  kbs: KbRecord[],
+  query: string,
+  options: RetrievalOptions,
+): Promise<RetrievalOutcome> {
+  const first = kbs[0] as KbRecord;
+  const topK = options.topK ?? first.config.retrieval.topK;
+  const instruction = isInstructionQuery(query);
+  const outcome: RetrievalOutcome = { results: [], rerankers: {}, variants: {}, warnings: [] };
+
+  const rank = async (depth: number) => {
+    const perKb = await Promise.all(
+      kbs.map(async (kb) => {
+        const over = options.perKb?.[kb.name] ?? {};
+        const mode = over.mode ?? options.mode ?? kb.config.retrieval.mode;
+        const { list, exhausted } = await retrieveKb(deps, kb, query, mode, depth, options, outcome);
+        const minScore = instruction
+          ? 0
+          : (over.minScore ?? options.minScore ?? kb.config.retrieval.minScore);
+        const passing = list.filter((c) => c.final >= minScore);
+        const kept = passing.length > 0 || !options.fallbackBelowThreshold ? passing : list;
+        const below = passing.length === 0 && kept.length > 0;
+        const max = over.maxResults ?? Number.POSITIVE_INFINITY;
+        return { kb, list: kept.slice(0, max), below, exhausted, mode };
+      }),
+    );
+    const exhausted = perKb.every((p) => p.exhausted);
+    let ordered: { kb: KbRecord; c: Candidate; kbRank: number; below: boolean }[];
+    if (perKb.length === 1) {
+      const p = perKb[0] as (typeof perKb)[number];
+      ordered = p.list.map((c, i) => ({ kb: p.kb, c, kbRank: i + 1, below: p.below }));
+    } else {
+      const byKey = new Map<string, { kb: KbRecord; c: Candidate; kbRank: number; below: boolean }>();
+      const lists = perKb.map((p) => ({
+        ids: p.list.map((c, i) => {
+          const key = `${p.kb.name}:${c.chunkId}`;
+          byKey.set(key, { kb: p.kb, c, kbRank: i + 1, below: p.below });
+          return key;
+        }),
+      }));
+      ordered = reciprocalRankFusion(lists, first.config.retrieval.rrfK).map(
+        (f) => byKey.get(f.id) as NonNullable<ReturnType<typeof byKey.get>>,
+      );
+    }
+    const stored = deps.catalog.loadChunks(ordered.map((o) => o.c.chunkId));
+    let rows = ordered
+      .map((o) => ({ ...o, chunk: stored.get(o.c.chunkId) }))
+      .filter(
+        (x): x is typeof x & { chunk: StoredChunk } => x.chunk !== undefined && x.chunk.kb === x.kb.name,
+      );
+    if (!options.keepDuplicates)
+      rows = removeNearDuplicates(rows, (x) => x.chunk.text, first.config.retrieval.dedupThreshold);
+    return { rows, exhausted, modes: perKb.map((p) => p.mode) };
+  };
+
+  let depth = topK;
+  let { rows, exhausted } = await rank(depth);
+  while (rows.length < topK && !exhausted && depth < 16 * topK) {
+    depth *= 2;
+    ({ rows, exhausted } = await rank(depth));
+  }
+  if (instruction) {
+    // Prefer the most recently ingested document among the KBs: its chunks first, in reading order.
+    const latest = kbs
+      .map((kb) => deps.catalog.latestDocument(kb.name))
+      .filter((d): d is NonNullable<typeof d> => d !== undefined)
+      .sort((a, b) => (a.ingestedAt < b.ingestedAt ? 1 : a.ingestedAt > b.ingestedAt ? -1 : 0))[0];
+    if (latest) {
+      const own = rows.filter((x) => x.chunk.documentId === latest.id);
+      if (own.length === 0) {
+        const ids = deps.catalog.chunkIds(latest.id).slice(0, topK);
+        const chunks = deps.catalog.loadChunks(ids);
+        const kb = kbs.find((k) => k.name === latest.kb) as KbRecord;
+        for (const id of ids) {
+          const chunk = chunks.get(id);
+          if (chunk)
+            own.push({ kb, c: { chunkId: id, retrieval: 0, final: 0 }, kbRank: 0, below: false, chunk });
+        }
+      }
+      own.sort((a, b) => a.chunk.chunkIndex - b.chunk.chunkIndex);
+      const ownIds = new Set(own.map((x) => x.chunk.id));
+      rows = [...own, ...rows.filter((x) => !ownIds.has(x.chunk.id))];
+    }
+  }
+  outcome.results = rows.slice(0, topK).map(({ kb, c, kbRank, below, chunk }) => {
+    const scores: RetrievedResult["scores"] = {};
+    if (c.vector !== undefined) scores.vector = c.vector;
+    if (c.keyword !== undefined) scores.keyword = c.keyword;
+    if (c.fused !== undefined) scores.fused = c.fused;
+    if (c.rerank !== undefined) scores.rerank = c.rerank;
+    const result: RetrievedResult = {
+      kb: kb.name,
+      chunk,
+      score: c.final,
+      scores,
+      explain: {
+        vectorRank: c.vectorRank,
+        vectorScore: c.vector,
+        keywordRank: c.keywordRank,
+        keywordScore: c.keyword,
+        fused: c.fused,
+        retrieval: c.retrieval,
+        rerank: c.rerank,
+        final: c.final,
+        kbRank,
+      },
+    };
+    if (below) result.belowThreshold = true;
+    const reranker = outcome.rerankers[kb.name];
+    if (reranker && reranker !== "none" && c.rerank !== undefined) result.reranker = reranker;
+    return result;
+  });
+  return outcome;
+}
+
+/** Attribution and citation of a retrieved chunk. */
+export function attributed(chunk: StoredChunk): { source: Attribution; citation: string } {
+  const source = attribute(chunk);
+  return { source, citation: formatCitation(source, chunk, null) };
+}

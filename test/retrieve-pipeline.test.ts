@@ -1,0 +1,208 @@
+/**
+ * The retrieval pipeline (src/retrieve/search.ts) through the real catalog, BM25
+ * index and vector store: reranking arithmetic, thresholds and the below-threshold
+ * fallback, multi-KB fusion by rank with per-KB limits, instruction-type queries,
+ * advanced pseudo-relevance-feedback expansion and --explain data.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KnowledgeLayer } from "../src/knowledge-layer.js";
+import {
+  feedbackVariants,
+  isInstructionQuery,
+  type PipelineReranker,
+  type RetrievalDeps,
+  retrieve,
+} from "../src/retrieve/search.js";
+import type { ExtractedDocument } from "../src/types.js";
+
+const dir = mkdtempSync(join(tmpdir(), "kl-pipeline-"));
+let kl: KnowledgeLayer;
+
+const doc = (uri: string, text: string): ExtractedDocument => ({
+  uri,
+  text,
+  metadata: { path: uri, type: "text", title: uri },
+});
+
+const GARDEN = [
+  doc("/kb/roses.txt", "Roses need full sun and well drained soil. Prune roses in late winter."),
+  doc("/kb/tomatoes.txt", "Tomatoes need full sun, warm soil and regular watering. Stake tomatoes early."),
+  doc("/kb/ferns.txt", "Ferns grow in shade and moist soil. Ferns rarely need pruning."),
+  doc("/kb/compost.txt", "Compost improves soil structure. Turn the compost heap every two weeks."),
+];
+const KITCHEN = [
+  doc("/kb/soup.txt", "Tomato soup: roast tomatoes, add garlic and blend with stock."),
+  doc("/kb/bread.txt", "Bread dough rises in a warm place for two hours before baking."),
+];
+
+beforeAll(async () => {
+  kl = KnowledgeLayer.open({ dataDir: dir });
+  kl.createKb("garden", { chunking: { strategy: "fixed", chunkSize: 500 } });
+  kl.createKb("kitchen", { chunking: { strategy: "fixed", chunkSize: 500 } });
+  await kl.ingestDocuments(GARDEN, { kb: "garden", embed: false });
+  await kl.ingestDocuments(KITCHEN, { kb: "kitchen", embed: false });
+});
+afterAll(() => {
+  kl.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Deps over the real stores of `kl`, with a given reranker. */
+function deps(reranker?: PipelineReranker): RetrievalDeps {
+  return {
+    catalog: kl.catalog,
+    store: kl.store,
+    bm25: kl.bm25,
+    collection: (kb) => `kb_${kb}`,
+    embedQuery: () => Promise.reject(new Error("no vectors in this test")),
+    reranker: () => reranker,
+  };
+}
+
+/** A reranker that scores a passage 0.9 when it contains `word`, else 0.1 (and records its calls). */
+function wordReranker(word: string): PipelineReranker & { calls: string[][] } {
+  const calls: string[][] = [];
+  return {
+    name: `stub:${word}`,
+    calls,
+    async rerank(_query, docs) {
+      calls.push(docs);
+      return docs
+        .map((d, index) => ({ index, score: d.toLowerCase().includes(word) ? 0.9 : 0.1 }))
+        .sort((a, b) => b.score - a.score || a.index - b.index);
+    },
+  };
+}
+
+describe("hybrid_rerank", () => {
+  it("mixes 0.7 × rerank + 0.3 × retrieval and reorders; each result names the reranker", async () => {
+    const reranker = wordReranker("stake");
+    const kb = kl.getKb("garden");
+    const out = await retrieve(deps(reranker), [kb], "full sun soil", { mode: "hybrid_rerank", topK: 4 });
+    expect(reranker.calls).toHaveLength(1);
+    expect(out.rerankers).toEqual({ garden: "stub:stake" });
+    const top = out.results[0];
+    expect(top?.chunk.text).toContain("Stake tomatoes");
+    for (const r of out.results) {
+      expect(r.reranker).toBe("stub:stake");
+      expect(r.score).toBeCloseTo(0.7 * (r.scores.rerank ?? 0) + 0.3 * r.explain.retrieval, 12);
+      expect(r.explain.retrieval).toBeGreaterThan(0);
+      expect(r.explain.retrieval).toBeLessThanOrEqual(1);
+    }
+    // Without a reranker, hybrid_rerank is hybrid: ordered by the fused score, reranker "none".
+    const plain = await retrieve(deps(undefined), [kb], "full sun soil", { mode: "hybrid_rerank", topK: 4 });
+    expect(plain.rerankers).toEqual({ garden: "none" });
+    const hybrid = await retrieve(deps(undefined), [kb], "full sun soil", { mode: "hybrid", topK: 4 });
+    expect(plain.results.map((r) => r.chunk.id)).toEqual(hybrid.results.map((r) => r.chunk.id));
+    expect(plain.results.every((r) => r.reranker === undefined && r.scores.rerank === undefined)).toBe(true);
+  });
+});
+
+describe("thresholds", () => {
+  it("drops results below minScore; with the fallback the best come back flagged belowThreshold", async () => {
+    const kb = kl.getKb("garden");
+    const strict = await retrieve(deps(), [kb], "compost heap", { mode: "hybrid", minScore: 1.5 });
+    expect(strict.results).toEqual([]);
+    const fallback = await retrieve(deps(), [kb], "compost soil", {
+      mode: "hybrid",
+      minScore: 1.5,
+      fallbackBelowThreshold: true,
+      topK: 2,
+    });
+    expect(fallback.results.length).toBe(2);
+    expect(fallback.results.every((r) => r.belowThreshold === true)).toBe(true);
+    expect(fallback.results[0]?.chunk.text).toContain("Compost improves");
+    // minScore 0 means no threshold, not "default".
+    const none = await retrieve(deps(), [kb], "compost heap", { mode: "hybrid", minScore: 0, topK: 10 });
+    expect(none.results.some((r) => r.belowThreshold)).toBe(false);
+    expect(none.results.length).toBeGreaterThan(0);
+  });
+});
+
+describe("several knowledge bases", () => {
+  it("fuses by rank, names each result's KB and applies per-KB limits", async () => {
+    const kbs = [kl.getKb("garden"), kl.getKb("kitchen")];
+    const out = await retrieve(deps(), kbs, "tomatoes", { mode: "keyword", topK: 5 });
+    expect(new Set(out.results.map((r) => r.kb))).toEqual(new Set(["garden", "kitchen"]));
+    // The best of each KB comes first (RRF of two lists: both rank-1 items tie, then rank 2…).
+    expect(out.results.slice(0, 2).map((r) => r.explain.kbRank)).toEqual([1, 1]);
+    const limited = await retrieve(deps(), kbs, "tomatoes soil warm", {
+      mode: "keyword",
+      topK: 5,
+      perKb: { garden: { maxResults: 1 } },
+    });
+    expect(limited.results.filter((r) => r.kb === "garden")).toHaveLength(1);
+  });
+});
+
+describe("instruction-type queries", () => {
+  it("are recognised in English and Chinese, not for ordinary questions", () => {
+    for (const q of [
+      "summarise this file",
+      "Summarize the attachment",
+      "what does the attachment say",
+      "总结一下这个文件",
+      "附件里说了什么",
+    ]) {
+      expect(isInstructionQuery(q), q).toBe(true);
+    }
+    for (const q of ["how do I prune roses", "what is compost", "file permissions on linux"]) {
+      expect(isInstructionQuery(q), q).toBe(false);
+    }
+  });
+
+  it("skip the threshold and put the most recently ingested document first", async () => {
+    const kb = kl.getKb("kitchen");
+    await kl.ingestDocuments([doc("/kb/latest.txt", "Meeting notes: the oven is broken until Friday.")], {
+      kb: "kitchen",
+      embed: false,
+    });
+    const out = await retrieve(deps(), [kl.getKb("kitchen")], "summarise this file", {
+      mode: "keyword",
+      minScore: 99,
+      topK: 3,
+    });
+    expect(out.results[0]?.chunk.document.uri).toBe("/kb/latest.txt");
+    expect(kb.name).toBe("kitchen");
+  });
+});
+
+describe("advanced (offline: pseudo-relevance feedback)", () => {
+  it("expands the query from the top feedback chunks and records the variants", async () => {
+    const variants = feedbackVariants(
+      "tomato",
+      ["Tomatoes need sun and stakes.", "Tomato soup needs garlic and stock."],
+      2,
+      "english",
+    );
+    expect(variants).toHaveLength(2);
+    expect(variants[0]?.startsWith("tomato ")).toBe(true);
+    expect(variants[1]).not.toContain("tomato");
+    expect(feedbackVariants("x", [], 2, "english")).toEqual([]);
+    const reranker = wordReranker("soup");
+    const out = await retrieve(deps(reranker), [kl.getKb("kitchen")], "tomatoes", {
+      mode: "advanced",
+      topK: 3,
+    });
+    expect(out.variants.kitchen?.[0]).toBe("tomatoes");
+    expect(out.variants.kitchen?.length).toBeGreaterThan(1);
+    expect(out.rerankers.kitchen).toBe("stub:soup");
+    expect(out.results[0]?.chunk.text).toContain("Tomato soup");
+  });
+});
+
+describe("KnowledgeLayer.search", () => {
+  it("reports the strategy, the rerankers and, with explain, each stage", async () => {
+    const r = await kl.search("prune roses", { kbs: ["garden"], mode: "keyword", explain: true });
+    expect(r.mode).toBe("keyword");
+    expect(r.rerankers).toEqual({ garden: "none" });
+    expect(r.results[0]?.explain).toMatchObject({ keywordRank: 1, kbRank: 1 });
+    expect(r.results[0]?.source.uri).toBe("/kb/roses.txt");
+    const legacy = await kl.search("prune roses", { kbs: ["garden"], mode: "vector" });
+    expect(legacy.mode).toBe("vector_only");
+    await expect(kl.search("x", { mode: "fuzzy" as never })).rejects.toThrow(/unknown search mode "fuzzy"/);
+  });
+});
