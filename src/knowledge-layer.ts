@@ -1,3 +1,5 @@
+import { type Cache, type CacheConfig, createCache } from "./cache/index.js";
+import { queryEmbeddingKey, searchResultKey } from "./cache/keys.js";
 import {
   DEFAULT_KB,
   defaultKbConfig,
@@ -98,6 +100,8 @@ export interface SearchResponse {
   /** Query variants per KB (advanced). */
   variants?: Record<string, string[]>;
   results: SearchResult[];
+  /** True when the response came from the result cache (same query, parameters and KB data). */
+  cached?: boolean;
   /** Problems worth telling the user, e.g. documents without vectors in a vector search. */
   warnings: string[];
   tookMs: number;
@@ -107,6 +111,20 @@ export interface SearchResponse {
 export interface OpenOptions {
   /** Data directory; default `$KL_HOME` or `./.kl`. */
   dataDir?: string;
+  /**
+   * Cache of search results and query embeddings: in-process memory (default,
+   * 1,000 entries, TTL 3,600 s), Redis (shared across processes; default when
+   * `$KL_CACHE_URL` is a `redis://` URL) or none.
+   */
+  cache?: CacheConfig;
+}
+
+/** The cache configuration {@link KnowledgeLayer.open} uses when none is given. */
+export function defaultCacheConfig(env: NodeJS.ProcessEnv = process.env): CacheConfig {
+  const url = env.KL_CACHE_URL;
+  if (url && /^rediss?:\/\//.test(url)) return { type: "redis", url };
+  if (url === "none") return { type: "none" };
+  return { type: "memory", maxEntries: 1000, ttlSeconds: 3600 };
 }
 
 /** Options for ingest calls. */
@@ -144,6 +162,8 @@ export class KnowledgeLayer {
   private constructor(
     readonly dataDir: string,
     readonly db: Db,
+    /** Search-result and query-embedding cache (see {@link OpenOptions.cache}). */
+    readonly cache: Cache,
   ) {
     this.catalog = new Catalog(db);
     this.store = new SqliteVectorStore(db);
@@ -153,12 +173,14 @@ export class KnowledgeLayer {
   /** Opens (creating if needed) the data directory. @throws KnowledgeLayerError if it cannot be opened. */
   static open(options: OpenOptions = {}): KnowledgeLayer {
     const dataDir = resolveDataDir(options.dataDir);
-    return new KnowledgeLayer(dataDir, openDatabase(dataDir));
+    const cache = createCache(options.cache ?? defaultCacheConfig());
+    return new KnowledgeLayer(dataDir, openDatabase(dataDir), cache);
   }
 
   /** Closes the database. */
   close(): void {
     this.db.close();
+    void this.cache.close();
   }
 
   /**
@@ -288,6 +310,15 @@ export class KnowledgeLayer {
         );
       }
     }
+    const resultKey = searchResultKey({
+      query,
+      kbIds: kbs.map((k) => k.name),
+      // Every parameter: the call's options and each KB's whole configuration.
+      params: { options: { ...options, kbs: undefined }, mode, topK, configs: kbs.map((k) => k.config) },
+      kbVersions: Object.fromEntries(kbs.map((k) => [k.name, this.catalog.dataVersion(k.name)])),
+    });
+    const hit = (await this.cache.get(resultKey)) as SearchResponse | undefined;
+    if (hit) return { ...hit, cached: true, tookMs: Date.now() - started };
     const queryVectors = new Map<string, Promise<Float32Array>>();
     const outcome = await retrieve(
       {
@@ -299,7 +330,7 @@ export class KnowledgeLayer {
           const key = `${config.embedding.provider}/${config.embedding.model}\u0000${text}`;
           let vector = queryVectors.get(key);
           if (!vector) {
-            vector = this.embedder(config).embedQuery(text);
+            vector = this.cachedQueryVector(config, text);
             queryVectors.set(key, vector);
           }
           return vector;
@@ -351,7 +382,25 @@ export class KnowledgeLayer {
       tookMs: Date.now() - started,
     };
     if (Object.keys(outcome.variants).length > 0) response.variants = outcome.variants;
+    await this.cache.set(resultKey, response);
     return response;
+  }
+
+  /**
+   * A query vector through the shared cache (keyed by provider, model and text),
+   * then the KB's persistent embedding cache, then the model.
+   */
+  private async cachedQueryVector(config: KnowledgeBaseConfig, text: string): Promise<Float32Array> {
+    const key = queryEmbeddingKey({
+      provider: config.embedding.provider,
+      model: config.embedding.model,
+      text,
+    });
+    const hit = await this.cache.get(key);
+    if (hit instanceof Float32Array) return hit;
+    const vector = await this.embedder(config).embedQuery(text);
+    await this.cache.set(key, vector);
+    return vector;
   }
 
   /**

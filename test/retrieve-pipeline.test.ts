@@ -17,6 +17,7 @@ import {
   retrieve,
 } from "../src/retrieve/search.js";
 import type { ExtractedDocument } from "../src/types.js";
+import { findRedisServer, startRedisServer } from "./redis-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "kl-pipeline-"));
 let kl: KnowledgeLayer;
@@ -205,4 +206,53 @@ describe("KnowledgeLayer.search", () => {
     expect(legacy.mode).toBe("vector_only");
     await expect(kl.search("x", { mode: "fuzzy" as never })).rejects.toThrow(/unknown search mode "fuzzy"/);
   });
+});
+
+describe("search-result cache", () => {
+  it("serves a repeated search from the cache, as a copy; an ingest or a parameter change misses", async () => {
+    const first = await kl.search("prune roses", { kbs: ["garden"], mode: "keyword" });
+    expect(first.cached).toBeUndefined();
+    const again = await kl.search("prune roses", { kbs: ["garden"], mode: "keyword" });
+    expect(again.cached).toBe(true);
+    expect(again.results).toEqual(first.results);
+    // A copy: mutating what the cache returned does not change the next answer.
+    (again.results[0] as { text: string }).text = "mutated";
+    const third = await kl.search("prune roses", { kbs: ["garden"], mode: "keyword" });
+    expect(third.results[0]?.text).toBe(first.results[0]?.text);
+    // Another parameter: a different key.
+    expect(
+      (await kl.search("prune roses", { kbs: ["garden"], mode: "keyword", topK: 2 })).cached,
+    ).toBeUndefined();
+    // An ingest changes the KB's data version: the cached answer is not served.
+    await kl.ingestDocuments([doc("/kb/pruning.txt", "Prune roses hard: prune roses to three buds.")], {
+      kb: "garden",
+      embed: false,
+    });
+    const after = await kl.search("prune roses", { kbs: ["garden"], mode: "keyword" });
+    expect(after.cached).toBeUndefined();
+    expect(after.results[0]?.source.uri).toBe("/kb/pruning.txt");
+  });
+});
+
+describe("search-result cache shared through Redis", () => {
+  const bin = findRedisServer();
+  it.skipIf(!bin && !process.env.CI)(
+    "two knowledge-layer instances (two processes' worth) share cached results",
+    async () => {
+      const server = await startRedisServer();
+      const a = KnowledgeLayer.open({ dataDir: dir, cache: { type: "redis", url: server.url } });
+      const b = KnowledgeLayer.open({ dataDir: dir, cache: { type: "redis", url: server.url } });
+      try {
+        const fresh = await a.search("compost heap", { kbs: ["garden"], mode: "keyword" });
+        expect(fresh.cached).toBeUndefined();
+        const shared = await b.search("compost heap", { kbs: ["garden"], mode: "keyword" });
+        expect(shared.cached).toBe(true);
+        expect(shared.results.map((r) => r.chunkId)).toEqual(fresh.results.map((r) => r.chunkId));
+      } finally {
+        a.close();
+        b.close();
+        await server.stop();
+      }
+    },
+  );
 });

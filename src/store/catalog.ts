@@ -161,6 +161,20 @@ export class Catalog {
   }
 
   /**
+   * A fingerprint of a KB's indexed data that changes whenever a document is
+   * added, replaced (re-ingest gives new row ids) or removed: `count:maxId:sumId`.
+   * Search-result cache keys include it, so an ingest invalidates cached results.
+   */
+  dataVersion(kb: string): string {
+    const row = this.db
+      .prepare(
+        "SELECT count(*) AS n, coalesce(max(id), 0) AS m, coalesce(sum(id), 0) AS s FROM documents WHERE kb = ?",
+      )
+      .get(kb) as { n: number; m: number; s: number };
+    return `${row.n}:${row.m}:${row.s}`;
+  }
+
+  /**
    * The most recently ingested document of a KB (latest `ingested_at`, then the
    * highest id), or undefined when the KB has none.
    */
