@@ -153,6 +153,11 @@ export interface RetrievalConfig {
   vectorTopK: number;
   /** Candidates taken from the BM25 index. Default 20. */
   keywordTopK: number;
+  /**
+   * How hybrid fuses the vector and BM25 lists: `rrf` (reciprocal rank fusion,
+   * default) or `weighted` (weighted sum of min-max normalised scores).
+   */
+  fusion: "rrf" | "weighted";
   /** Reciprocal rank fusion constant k (Cormack et al. 2009). Default 60. */
   rrfK: number;
   /** Weight of the vector list in hybrid fusion (≥ 0; 0 means the list is ignored). Default 1. */
@@ -212,6 +217,7 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
       mode: "hybrid_rerank",
       vectorTopK: 20,
       keywordTopK: 20,
+      fusion: "rrf",
       rrfK: 60,
       vectorWeight: 1,
       keywordWeight: 1,
@@ -269,6 +275,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
     "mode",
     "vectorTopK",
     "keywordTopK",
+    "fusion",
     "rrfK",
     "vectorWeight",
     "keywordWeight",
@@ -351,6 +358,8 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   if (!RETRIEVAL_MODES.includes(r.mode)) {
     fail("retrieval.mode", `must be one of ${RETRIEVAL_MODES.join(", ")} (got "${r.mode}")`);
   }
+  if (r.fusion !== "rrf" && r.fusion !== "weighted")
+    fail("retrieval.fusion", `must be rrf or weighted (got ${JSON.stringify(r.fusion)})`);
   checkInt(r.vectorTopK, "retrieval.vectorTopK", 1, fail);
   checkInt(r.keywordTopK, "retrieval.keywordTopK", 1, fail);
   checkInt(r.topK, "retrieval.topK", 1, fail);

@@ -20,6 +20,7 @@ import {
   ingestDocuments,
   ingestPaths,
 } from "./ingest/pipeline.js";
+import { createReranker, type Reranker } from "./rerank/index.js";
 import type { Attribution } from "./retrieve/attribution.js";
 import { Bm25Index } from "./retrieve/bm25.js";
 import {
@@ -158,6 +159,7 @@ export class KnowledgeLayer {
   readonly store: SqliteVectorStore;
   readonly bm25: Bm25Index;
   private readonly embedders = new Map<string, CachedEmbedder>();
+  private readonly rerankers = new Map<string, Reranker>();
 
   private constructor(
     readonly dataDir: string,
@@ -411,7 +413,19 @@ export class KnowledgeLayer {
   reranker(config: KnowledgeBaseConfig): PipelineReranker | undefined {
     const rc = config.retrieval.reranker;
     if (rc.type === "none" || rc.type === "auto") return undefined;
-    throw new ConfigError(`knowledge base "${config.name}": reranker type "${rc.type}" is not available yet`);
+    const key = `${JSON.stringify(rc)}\u0000${config.embedding.provider}/${config.embedding.model}`;
+    let reranker = this.rerankers.get(key);
+    if (!reranker) {
+      try {
+        reranker = createReranker(rc, { embedder: this.embedder(config) });
+      } catch (err) {
+        if (err instanceof ConfigError)
+          throw new ConfigError(`knowledge base "${config.name}": ${err.message}`);
+        throw err;
+      }
+      this.rerankers.set(key, reranker);
+    }
+    return reranker;
   }
 
   /** The cached embedder of a KB's embedding configuration (one per provider+model). */

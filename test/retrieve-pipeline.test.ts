@@ -18,6 +18,7 @@ import {
 } from "../src/retrieve/search.js";
 import type { ExtractedDocument } from "../src/types.js";
 import { findRedisServer, startRedisServer } from "./redis-server.js";
+import { writeTestModel } from "./rerank-fixtures.js";
 
 const dir = mkdtempSync(join(tmpdir(), "kl-pipeline-"));
 let kl: KnowledgeLayer;
@@ -255,4 +256,40 @@ describe("search-result cache shared through Redis", () => {
       }
     },
   );
+});
+
+describe("hybrid_rerank with a cross-encoder loaded from a model folder", () => {
+  it("reranks through the KB's configured reranker and names it on every result", async () => {
+    const folder = writeTestModel(join(dir, "cross-encoder-model"));
+    kl.createKb("books", {
+      chunking: { strategy: "fixed", chunkSize: 500 },
+      retrieval: { mode: "hybrid_rerank", reranker: { type: "cross-encoder", model: folder } },
+    });
+    await kl.ingestDocuments(
+      [
+        doc("/kb/b1.txt", "The sailor retired to the sea. The ship was a cargo ship."),
+        doc("/kb/b2.txt", "A novel written by a retired sailor got mixed reviews."),
+        doc("/kb/b3.txt", "The cat sat on the mat by the dog."),
+      ],
+      { kb: "books", embed: false },
+    );
+    const r = await kl.search("who wrote the novel", { kbs: ["books"], explain: true });
+    expect(r.mode).toBe("hybrid_rerank");
+    expect(r.rerankers.books).toMatch(/^cross-encoder:/);
+    expect(r.results[0]?.source.uri).toBe("/kb/b2.txt");
+    for (const x of r.results) {
+      expect(x.reranker).toBe(r.rerankers.books);
+      // The mix: 0.7 × sigmoid(logit) + 0.3 × normalised retrieval score.
+      expect(x.score).toBeCloseTo(
+        0.7 * (x.scores.rerank ?? Number.NaN) + 0.3 * (x.explain?.retrieval ?? Number.NaN),
+        10,
+      );
+    }
+    // A KB whose reranker folder is missing fails with an error naming it.
+    kl.createKb("broken", {
+      retrieval: { mode: "hybrid_rerank", reranker: { type: "cross-encoder", model: join(dir, "nope") } },
+    });
+    await kl.ingestDocuments([doc("/kb/x.txt", "novel text")], { kb: "broken", embed: false });
+    await expect(kl.search("novel", { kbs: ["broken"] })).rejects.toThrow(/nope/);
+  }, 60_000);
 });

@@ -12,6 +12,7 @@ import {
   type EmbeddingSemanticOptions,
   parseRetrievalMode,
   RETRIEVAL_MODES,
+  type RerankerConfig,
   type RetrievalMode,
   SIZE_UNITS,
   type SizeUnit,
@@ -156,6 +157,26 @@ const megabytes = (value: string): number => {
   return Math.round(n * 1024 * 1024);
 };
 
+/** The reranker config given by `--reranker*` options, or undefined. */
+function rerankerOption(o: {
+  reranker?: string;
+  rerankerModel?: string;
+  rerankerUrl?: string;
+}): RerankerConfig | undefined {
+  if (!o.reranker) return undefined;
+  const model = o.rerankerModel ?? "";
+  switch (o.reranker) {
+    case "cross-encoder":
+      return { type: "cross-encoder", model };
+    case "cohere":
+      return { type: "cohere", model, ...(o.rerankerUrl ? { baseUrl: o.rerankerUrl } : {}) };
+    case "llm":
+      return { type: "llm", model, baseUrl: o.rerankerUrl ?? "" };
+    default:
+      return { type: o.reranker as "auto" | "none" | "sentence-max-sim" };
+  }
+}
+
 /** Adds the extraction options shared by `kb create`, `extract` and `chunk`. */
 function withExtractionOptions(command: Command): Command {
   return command
@@ -217,6 +238,28 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
   .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
   .option("--mode <mode>", `default retrieval strategy: ${RETRIEVAL_MODES.join(", ")}`, parseMode)
   .option("--top-k <n>", "results returned by default (default 5)", int("--top-k", 1, MAX_TOP_K))
+  .addOption(
+    new Option(
+      "--fusion <how>",
+      "hybrid fusion: rrf (default) or weighted (min-max normalised scores)",
+    ).choices(["rrf", "weighted"]),
+  )
+  .addOption(
+    new Option(
+      "--reranker <type>",
+      "reranker of hybrid_rerank/advanced (default auto); cross-encoder needs --reranker-model",
+    ).choices(["auto", "none", "sentence-max-sim", "cross-encoder", "cohere", "llm"]),
+  )
+  .option(
+    "--reranker-model <model>",
+    "cross-encoder model folder (or Hugging Face id), Cohere or LLM model name",
+  )
+  .option("--reranker-url <url>", "base URL of the Cohere or OpenAI-compatible endpoint")
+  .option(
+    "--min-score <s>",
+    "default minimum final score of results (0 = no threshold)",
+    weight("--min-score"),
+  )
   .option(
     "--vector-weight <w>",
     "weight of the vector list in hybrid RRF (default 1; 0 ignores it)",
@@ -253,6 +296,9 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
           analyzer: o.analyzer as Analyzer | undefined,
           vectorWeight: o.vectorWeight,
           keywordWeight: o.keywordWeight,
+          fusion: o.fusion as "rrf" | "weighted" | undefined,
+          minScore: o.minScore,
+          reranker: rerankerOption(o),
         },
       });
       if (o.json) console.log(JSON.stringify(record.config, null, 2));

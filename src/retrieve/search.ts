@@ -8,8 +8,8 @@
  * Strategies (`RetrievalMode`):
  * - `vector_only`: cosine top-k (candidates below `vectorMinScore` dropped);
  * - `keyword`: BM25 top-k;
- * - `hybrid`: vector and BM25 lists fused by reciprocal rank fusion (or weighted
- *   score fusion, `fusion: "weighted"`);
+ * - `hybrid`: vector and BM25 lists fused by reciprocal rank fusion (or, with
+ *   `fusion: "weighted"`, a weighted sum of min-max normalised scores);
  * - `hybrid_rerank`: hybrid, then the KB's reranker over the top
  *   `rerankCandidates`, final = `rerankWeight × rerank + (1 − rerankWeight) × retrieval`
  *   on [0, 1] scales;
@@ -23,7 +23,7 @@ import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import { type Attribution, attribute, formatCitation } from "./attribution.js";
 import type { Bm25Index } from "./bm25.js";
 import { removeNearDuplicates } from "./dedupe.js";
-import { reciprocalRankFusion } from "./fusion.js";
+import { reciprocalRankFusion, weightedScoreFusion } from "./fusion.js";
 import { tokenize } from "./tokenizer.js";
 
 /** The part of a reranker the pipeline uses (see `src/rerank/contract.ts`). */
@@ -175,7 +175,7 @@ async function candidatesFor(
     }
     return c;
   };
-  const lists: { ids: string[]; weight: number }[] = [];
+  const lists: { ids: string[]; weight: number; scores: number[] }[] = [];
   let exhausted = true;
   if (USES_VECTORS.has(mode)) {
     const collection = deps.collection(kb.name);
@@ -194,6 +194,7 @@ async function candidatesFor(
       });
       lists.push({
         ids: hits.map((h) => h.id),
+        scores: hits.map((h) => h.score),
         weight: mode === "vector_only" ? 1 : (options.vectorWeight ?? r.vectorWeight),
       });
     }
@@ -209,6 +210,7 @@ async function candidatesFor(
     });
     lists.push({
       ids: hits.map((h) => String(h.chunkId)),
+      scores: hits.map((h) => h.score),
       weight: mode === "keyword" ? 1 : (options.keywordWeight ?? r.keywordWeight),
     });
   }
@@ -221,16 +223,33 @@ async function candidatesFor(
     const top = list[0]?.keyword ?? 0;
     for (const c of list) c.retrieval = top > 0 ? (c.keyword ?? 0) / top : 0;
   } else {
-    const k = r.rrfK;
-    const fused = reciprocalRankFusion(lists, k);
-    // The best possible RRF score: first in every list with a positive weight.
-    const best = lists.reduce((s, l) => s + (l.weight > 0 ? l.weight / (k + 1) : 0), 0);
-    list = fused.map((f) => {
-      const c = get(Number(f.id));
-      c.fused = f.score;
-      c.retrieval = best > 0 ? f.score / best : 0;
-      return c;
-    });
+    if (r.fusion === "weighted") {
+      // Min-max normalised scores, weighted sum; in [0, 1] when the weights sum to 1.
+      const total = lists.reduce((sum, l) => sum + l.weight, 0);
+      const fused = weightedScoreFusion(
+        lists.map((l) => ({
+          items: l.ids.map((id, i) => ({ id, score: l.scores[i] ?? 0 })),
+          weight: l.weight,
+        })),
+      );
+      list = fused.map((f) => {
+        const c = get(Number(f.id));
+        c.fused = f.score;
+        c.retrieval = total > 0 ? f.score / total : 0;
+        return c;
+      });
+    } else {
+      const k = r.rrfK;
+      const fused = reciprocalRankFusion(lists, k);
+      // The best possible RRF score: first in every list with a positive weight.
+      const best = lists.reduce((sum, l) => sum + (l.weight > 0 ? l.weight / (k + 1) : 0), 0);
+      list = fused.map((f) => {
+        const c = get(Number(f.id));
+        c.fused = f.score;
+        c.retrieval = best > 0 ? f.score / best : 0;
+        return c;
+      });
+    }
   }
   for (const c of list) c.final = mode === "keyword" ? (c.keyword ?? 0) : c.retrieval;
   return { list, exhausted };
