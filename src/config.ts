@@ -154,13 +154,16 @@ export interface RetrievalConfig {
   /** Candidates taken from the BM25 index. Default 20. */
   keywordTopK: number;
   /**
-   * How hybrid fuses the vector and BM25 lists: `rrf` (reciprocal rank fusion,
-   * default) or `weighted` (weighted sum of min-max normalised scores).
+   * How hybrid fuses the vector and BM25 lists: `weighted` (weighted sum of min-max
+   * normalised scores, default) or `rrf` (reciprocal rank fusion). With the bundled
+   * model, weighted 0.2 : 1 beat both BM25 alone and RRF 1 : 1 on SciFact, Cranfield
+   * and XQuAD-en (README, measured figures); RRF let the weak vector ranks displace
+   * good BM25 hits.
    */
   fusion: "rrf" | "weighted";
   /** Reciprocal rank fusion constant k (Cormack et al. 2009). Default 60. */
   rrfK: number;
-  /** Weight of the vector list in hybrid fusion (≥ 0; 0 means the list is ignored). Default 1. */
+  /** Weight of the vector list in hybrid fusion (≥ 0; 0 means the list is ignored). Default 0.2. */
   vectorWeight: number;
   /** Weight of the BM25 list in hybrid fusion (≥ 0; 0 means the list is ignored). Default 1. */
   keywordWeight: number;
@@ -217,9 +220,9 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
       mode: "hybrid_rerank",
       vectorTopK: 20,
       keywordTopK: 20,
-      fusion: "rrf",
+      fusion: "weighted",
       rrfK: 60,
-      vectorWeight: 1,
+      vectorWeight: 0.2,
       keywordWeight: 1,
       topK: 5,
       vectorMinScore: 0.2,

@@ -262,12 +262,12 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
   )
   .option(
     "--vector-weight <w>",
-    "weight of the vector list in hybrid RRF (default 1; 0 ignores it)",
+    "weight of the vector list in hybrid fusion (default 0.2; 0 ignores it)",
     weight("--vector-weight"),
   )
   .option(
     "--keyword-weight <w>",
-    "weight of the BM25 list in hybrid RRF (default 1; 0 ignores it)",
+    "weight of the BM25 list in hybrid fusion (default 1; 0 ignores it)",
     weight("--keyword-weight"),
   )
   .addOption(
