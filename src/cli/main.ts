@@ -557,10 +557,12 @@ evalCmd
         );
       }
       console.log(`dataset ${report.dataset} (kb ${report.kb})`);
-      console.log("mode          queries  nDCG@10  Recall@100  MRR@10  ms/query");
+      console.log(
+        "mode          queries  nDCG@10  Recall@100  MRR@10  ms/query  p50 ms  p95 ms  cached p50/p95 ms",
+      );
       for (const r of report.results) {
         console.log(
-          `${r.mode.padEnd(13)} ${String(r.queries).padStart(7)}  ${r.ndcg10.toFixed(4)}  ${r.recall100.toFixed(4).padStart(10)}  ${r.mrr10.toFixed(4)}  ${r.msPerQuery.toFixed(1).padStart(8)}`,
+          `${r.mode.padEnd(13)} ${String(r.queries).padStart(7)}  ${r.ndcg10.toFixed(4)}  ${r.recall100.toFixed(4).padStart(10)}  ${r.mrr10.toFixed(4)}  ${r.msPerQuery.toFixed(1).padStart(8)}  ${r.latency.p50.toFixed(1).padStart(6)}  ${r.latency.p95.toFixed(1).padStart(6)}  ${r.latency.warmP50.toFixed(2)}/${r.latency.warmP95.toFixed(2)}`,
         );
       }
     });

@@ -26,6 +26,20 @@ export interface BeirModeResult {
   mrr10: number;
   /** Mean search latency per query (ms), including query embedding. */
   msPerQuery: number;
+  /**
+   * Search latency percentiles (ms): `p50`/`p95` on the first pass (result cache
+   * empty for these queries), `warmP50`/`warmP95` when the same queries are searched
+   * again (served from the result cache).
+   */
+  latency: { p50: number; p95: number; warmP50: number; warmP95: number };
+}
+
+/** The q-quantile (0–1) of `values` by the nearest-rank method; 0 for an empty list. */
+export function percentile(values: readonly number[], q: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length)));
+  return sorted[rank - 1] as number;
 }
 
 /** Full evaluation report. */
@@ -156,15 +170,19 @@ export async function evaluateBeir(
     let recall = 0;
     let mrr = 0;
     const started = Date.now();
+    const searchOptions = {
+      kbs: [kbName],
+      mode,
+      topK: 100,
+      vectorTopK: 100,
+      keywordTopK: 100,
+      keepDuplicates: true,
+    };
+    const cold: number[] = [];
     for (const [i, qid] of queryIds.entries()) {
-      const response = await kl.search(data.queries.get(qid) as string, {
-        kbs: [kbName],
-        mode,
-        topK: 100,
-        vectorTopK: 100,
-        keywordTopK: 100,
-        keepDuplicates: true,
-      });
+      const t0 = performance.now();
+      const response = await kl.search(data.queries.get(qid) as string, searchOptions);
+      cold.push(performance.now() - t0);
       const ranked = response.results.map((r) => String(r.source.uri).slice(`beir:${data.name}/`.length));
       const qrels = data.qrels.get(qid) as Qrels;
       ndcg += ndcgAtK(ranked, qrels, 10);
@@ -173,13 +191,26 @@ export async function evaluateBeir(
       options.onProgress?.({ phase: "query", mode, done: i + 1, total: queryIds.length });
     }
     const n = queryIds.length || 1;
+    const elapsed = Date.now() - started;
+    const warm: number[] = [];
+    for (const qid of queryIds) {
+      const t0 = performance.now();
+      await kl.search(data.queries.get(qid) as string, searchOptions);
+      warm.push(performance.now() - t0);
+    }
     results.push({
       mode,
       queries: queryIds.length,
       ndcg10: ndcg / n,
       recall100: recall / n,
       mrr10: mrr / n,
-      msPerQuery: (Date.now() - started) / n,
+      msPerQuery: elapsed / n,
+      latency: {
+        p50: percentile(cold, 0.5),
+        p95: percentile(cold, 0.95),
+        warmP50: percentile(warm, 0.5),
+        warmP95: percentile(warm, 0.95),
+      },
     });
   }
   return { dataset: data.name, kb: kbName, documents: data.corpus.length, ingest, results };
