@@ -114,7 +114,7 @@ export interface OpenOptions {
   dataDir?: string;
   /**
    * Cache of search results and query embeddings: in-process memory (default,
-   * 1,000 entries, TTL 3,600 s), Redis (shared across processes; default when
+   * at most 10,000 entries and 64 MiB, TTL 3,600 s), Redis (shared across processes; default when
    * `$KL_CACHE_URL` is a `redis://` URL) or none.
    */
   cache?: CacheConfig;
@@ -125,7 +125,7 @@ export function defaultCacheConfig(env: NodeJS.ProcessEnv = process.env): CacheC
   const url = env.KL_CACHE_URL;
   if (url && /^rediss?:\/\//.test(url)) return { type: "redis", url };
   if (url === "none") return { type: "none" };
-  return { type: "memory", maxEntries: 1000, ttlSeconds: 3600 };
+  return { type: "memory", maxEntries: 10_000, maxBytes: 64 * 1024 * 1024, ttlSeconds: 3600 };
 }
 
 /** Options for ingest calls. */
