@@ -369,6 +369,12 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   if (!(r.rrfK >= 0)) fail("retrieval.rrfK", `must be >= 0 (got ${r.rrfK})`);
   if (!(r.vectorWeight >= 0)) fail("retrieval.vectorWeight", `must be >= 0 (got ${r.vectorWeight})`);
   if (!(r.keywordWeight >= 0)) fail("retrieval.keywordWeight", `must be >= 0 (got ${r.keywordWeight})`);
+  if (r.vectorWeight === 0 && r.keywordWeight === 0) {
+    fail(
+      "retrieval.vectorWeight",
+      "and retrieval.keywordWeight are both 0: hybrid would score every result 0",
+    );
+  }
   if (!(r.vectorMinScore >= -1 && r.vectorMinScore <= 1))
     fail("retrieval.vectorMinScore", `must be in [-1, 1] (got ${r.vectorMinScore})`);
   if (!(r.minScore >= 0)) fail("retrieval.minScore", `must be >= 0 (got ${r.minScore})`);

@@ -216,7 +216,19 @@ export class KnowledgeLayer {
         Math.floor(config.chunking.chunkSize / 10),
       );
     }
-    return this.catalog.insertKb(validateKbConfig(config));
+    validateKbConfig(config);
+    // The reranker's own settings (URLs, model names, keys) are checked now, not at the first search.
+    const rc = config.retrieval.reranker;
+    if (rc.type !== "auto" && rc.type !== "none") {
+      try {
+        createReranker(rc, {});
+      } catch (err) {
+        if (err instanceof ConfigError)
+          throw new ConfigError(`knowledge base "${name}": retrieval.${err.message}`);
+        throw err;
+      }
+    }
+    return this.catalog.insertKb(config);
   }
 
   /**
@@ -297,7 +309,10 @@ export class KnowledgeLayer {
     if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) {
       throw new KnowledgeLayerError(`top-k must be an integer from 1 to ${MAX_TOP_K} (got ${topK})`);
     }
+    if (typeof query !== "string")
+      throw new KnowledgeLayerError(`the query must be a string (got ${typeof query})`);
     if (query.trim().length === 0) throw new KnowledgeLayerError("the query is empty");
+    checkSearchOptions(options, names);
     const warnings: string[] = [];
     for (const kb of kbs) {
       const kbMode =
@@ -317,7 +332,10 @@ export class KnowledgeLayer {
       kbIds: kbs.map((k) => k.name),
       // Every parameter: the call's options and each KB's whole configuration.
       params: { options: { ...options, kbs: undefined }, mode, topK, configs: kbs.map((k) => k.config) },
-      kbVersions: Object.fromEntries(kbs.map((k) => [k.name, this.catalog.dataVersion(k.name)])),
+      // The store id scopes the key to this database (a shared Redis serves several).
+      kbVersions: Object.fromEntries(
+        kbs.map((k) => [k.name, `${this.catalog.storeId()}:${this.catalog.dataVersion(k.name)}`]),
+      ),
     });
     const hit = (await this.cache.get(resultKey)) as SearchResponse | undefined;
     if (hit) return { ...hit, cached: true, tookMs: Date.now() - started };
@@ -468,6 +486,44 @@ export function collectionName(kb: string): string {
 /** Copies an object without its `undefined` fields, so they do not override defaults. */
 function defined<T extends object>(o: T | undefined): Partial<T> {
   return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Validates the numeric and per-KB search options.
+ * @throws KnowledgeLayerError naming the option and the problem.
+ */
+function checkSearchOptions(options: SearchOptions, kbs: string[]): void {
+  const nonNegative = (name: string, v: number | undefined): void => {
+    if (v !== undefined && !(Number.isFinite(v) && v >= 0)) {
+      throw new KnowledgeLayerError(`${name} must be a finite number >= 0 (got ${v})`);
+    }
+  };
+  nonNegative("minScore", options.minScore);
+  nonNegative("vectorWeight", options.vectorWeight);
+  nonNegative("keywordWeight", options.keywordWeight);
+  for (const [name, v] of [
+    ["vectorTopK", options.vectorTopK],
+    ["keywordTopK", options.keywordTopK],
+  ] as const) {
+    if (v !== undefined && !(Number.isInteger(v) && v >= 1)) {
+      throw new KnowledgeLayerError(`${name} must be an integer >= 1 (got ${v})`);
+    }
+  }
+  for (const [kb, over] of Object.entries(options.perKb ?? {})) {
+    if (!kbs.includes(kb))
+      throw new KnowledgeLayerError(`perKb.${kb}: "${kb}" is not one of the searched knowledge bases`);
+    nonNegative(`perKb.${kb}.minScore`, over.minScore);
+    if (over.maxResults !== undefined && !(Number.isInteger(over.maxResults) && over.maxResults >= 1)) {
+      throw new KnowledgeLayerError(
+        `perKb.${kb}.maxResults must be an integer >= 1 (got ${over.maxResults})`,
+      );
+    }
+    if (over.mode !== undefined && parseRetrievalMode(String(over.mode)) === undefined) {
+      throw new KnowledgeLayerError(
+        `perKb.${kb}.mode: unknown mode "${over.mode}"; use one of ${RETRIEVAL_MODES.join(", ")}`,
+      );
+    }
+  }
 }
 
 /** Extraction overrides without undefined fields or empty sections; undefined when nothing is set. */

@@ -125,6 +125,21 @@ describe("thresholds", () => {
 });
 
 describe("several knowledge bases", () => {
+  it("falls back below the threshold only when no KB has a passing result", async () => {
+    const kbs = [kl.getKb("garden"), kl.getKb("kitchen")];
+    // BM25 scores: a high threshold that some garden chunks pass and no kitchen chunk does.
+    const all = await retrieve(deps(), kbs, "soil", { mode: "keyword", topK: 10 });
+    const best = Math.max(...all.results.map((r) => r.score));
+    const mixed = await retrieve(deps(), kbs, "soil", {
+      mode: "keyword",
+      topK: 10,
+      minScore: best,
+      fallbackBelowThreshold: true,
+    });
+    expect(mixed.results.length).toBeGreaterThan(0);
+    expect(mixed.results.every((r) => r.belowThreshold !== true && r.score >= best)).toBe(true);
+  });
+
   it("fuses by rank, names each result's KB and applies per-KB limits", async () => {
     const kbs = [kl.getKb("garden"), kl.getKb("kitchen")];
     const out = await retrieve(deps(), kbs, "tomatoes", { mode: "keyword", topK: 5 });
@@ -151,7 +166,16 @@ describe("instruction-type queries", () => {
     ]) {
       expect(isInstructionQuery(q), q).toBe(true);
     }
-    for (const q of ["how do I prune roses", "what is compost", "file permissions on linux"]) {
+    for (const q of [
+      "how do I prune roses",
+      "what is compost",
+      "file permissions on linux",
+      "What is the file size limit?",
+      "summarize how ownership and borrowing work",
+      "附件大小限制是多少",
+      "摘要算法有哪些",
+      "describe the document format used by DOCX",
+    ]) {
       expect(isInstructionQuery(q), q).toBe(false);
     }
   });
@@ -206,6 +230,17 @@ describe("KnowledgeLayer.search", () => {
     const legacy = await kl.search("prune roses", { kbs: ["garden"], mode: "vector" });
     expect(legacy.mode).toBe("vector_only");
     await expect(kl.search("x", { mode: "fuzzy" as never })).rejects.toThrow(/unknown search mode "fuzzy"/);
+    await expect(kl.search(undefined as never)).rejects.toThrow("the query must be a string");
+    await expect(kl.search("x", { minScore: Number.NaN })).rejects.toThrow(
+      "minScore must be a finite number >= 0",
+    );
+    await expect(kl.search("x", { vectorWeight: -1 })).rejects.toThrow(
+      "vectorWeight must be a finite number >= 0",
+    );
+    await expect(
+      kl.search("x", { kbs: ["garden"], perKb: { garden: { mode: "nope" as never } } }),
+    ).rejects.toThrow('perKb.garden.mode: unknown mode "nope"');
+    expect(() => kl.createKb("zero", { retrieval: { vectorWeight: 0, keywordWeight: 0 } })).toThrow(/both 0/);
   });
 });
 
@@ -249,6 +284,22 @@ describe("search-result cache shared through Redis", () => {
         const shared = await b.search("compost heap", { kbs: ["garden"], mode: "keyword" });
         expect(shared.cached).toBe(true);
         expect(shared.results.map((r) => r.chunkId)).toEqual(fresh.results.map((r) => r.chunkId));
+        // Another data directory with a KB of the same name and the same data version shares nothing.
+        const otherDir = mkdtempSync(join(tmpdir(), "kl-pipeline-other-"));
+        const other = KnowledgeLayer.open({ dataDir: otherDir, cache: { type: "redis", url: server.url } });
+        try {
+          other.createKb("garden", { chunking: { strategy: "fixed", chunkSize: 500 } });
+          await other.ingestDocuments([doc("/other/compost.txt", "Compost heap notes from another store.")], {
+            kb: "garden",
+            embed: false,
+          });
+          const elsewhere = await other.search("compost heap", { kbs: ["garden"], mode: "keyword" });
+          expect(elsewhere.cached).toBeUndefined();
+          expect(elsewhere.results.map((r) => r.source.uri)).toEqual(["/other/compost.txt"]);
+        } finally {
+          other.close();
+          rmSync(otherDir, { recursive: true, force: true });
+        }
       } finally {
         a.close();
         b.close();
@@ -285,11 +336,20 @@ describe("hybrid_rerank with a cross-encoder loaded from a model folder", () => 
         10,
       );
     }
-    // A KB whose reranker folder is missing fails with an error naming it.
+    // A KB whose reranker folder is missing still answers, not reranked, with a warning naming it.
     kl.createKb("broken", {
       retrieval: { mode: "hybrid_rerank", reranker: { type: "cross-encoder", model: join(dir, "nope") } },
     });
     await kl.ingestDocuments([doc("/kb/x.txt", "novel text")], { kb: "broken", embed: false });
-    await expect(kl.search("novel", { kbs: ["broken"] })).rejects.toThrow(/nope/);
+    const degraded = await kl.search("novel", { kbs: ["broken"] });
+    expect(degraded.results[0]?.source.uri).toBe("/kb/x.txt");
+    expect(degraded.rerankers.broken).toMatch(/^none \(cross-encoder:.* failed\)$/);
+    expect(degraded.warnings.join("\n")).toMatch(
+      /reranker cross-encoder:.* failed, results are not reranked: .*nope/,
+    );
+    // Settings a reranker cannot work with are refused when the KB is created.
+    expect(() =>
+      kl.createKb("badllm", { retrieval: { reranker: { type: "llm", model: "m", baseUrl: "ftp://x" } } }),
+    ).toThrow(/knowledge base "badllm": retrieval\.reranker\.baseUrl/);
   }, 60_000);
 });

@@ -132,10 +132,15 @@ export function formatSearchResults(r: SearchResponse): string {
     out.push(`   ${snippet.length > 300 ? `${snippet.slice(0, 300)}…` : snippet}`);
     out.push("");
   }
-  const rerankers = [...new Set(Object.values(r.rerankers ?? {}))].filter((n) => n !== "none");
-  out.push(
-    `${r.results.length} results, ${r.mode}${rerankers.length > 0 ? ` (reranker ${rerankers.join(", ")})` : ""}, ${r.tookMs} ms`,
-  );
+  const rerankers = [...new Set(Object.values(r.rerankers ?? {}))].filter((n) => !n.startsWith("none"));
+  const reranks = r.mode === "hybrid_rerank" || r.mode === "advanced";
+  const how =
+    rerankers.length > 0
+      ? ` (reranker ${rerankers.join(", ")})`
+      : reranks
+        ? " (no reranker available: ranked as hybrid)"
+        : "";
+  out.push(`${r.results.length} results, ${r.mode}${how}, ${r.cached ? "cached, " : ""}${r.tookMs} ms`);
   return terminalSafe(out.join("\n"));
 }
 
@@ -173,7 +178,7 @@ export function formatKb(kb: KbRecord, counts: KbCounts): string {
     ...strategyOptions(c.chunking),
     `embedding:  ${c.embedding.provider}:${c.embedding.model}, batch ${c.embedding.batchSize}`,
     `store:      ${c.vectorStore.type}`,
-    `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK} (cosine ≥ ${c.retrieval.vectorMinScore}), keyword top-k ${c.retrieval.keywordTopK}, RRF k ${c.retrieval.rrfK}, weights ${c.retrieval.vectorWeight}:${c.retrieval.keywordWeight}, min score ${c.retrieval.minScore}${c.retrieval.fallbackBelowThreshold ? " (fallback)" : ""}, dedup ≥ ${c.retrieval.dedupThreshold}`,
+    `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK} (cosine ≥ ${c.retrieval.vectorMinScore}), keyword top-k ${c.retrieval.keywordTopK}, fusion ${c.retrieval.fusion === "rrf" ? `rrf k ${c.retrieval.rrfK}` : "weighted"}, weights ${c.retrieval.vectorWeight}:${c.retrieval.keywordWeight}, min score ${c.retrieval.minScore}${c.retrieval.fallbackBelowThreshold ? " (fallback)" : ""}, dedup ≥ ${c.retrieval.dedupThreshold}`,
     `reranker:   ${c.retrieval.reranker.type}${"model" in c.retrieval.reranker ? ` ${c.retrieval.reranker.model}` : ""}, ${c.retrieval.rerankCandidates} candidates, weight ${c.retrieval.rerankWeight}; advanced: ${c.retrieval.expansionVariants} variants`,
   ].join("\n");
 }

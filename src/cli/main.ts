@@ -241,7 +241,7 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
   .addOption(
     new Option(
       "--fusion <how>",
-      "hybrid fusion: rrf (default) or weighted (min-max normalised scores)",
+      "hybrid fusion: weighted (default: min-max normalised scores) or rrf (reciprocal rank fusion)",
     ).choices(["rrf", "weighted"]),
   )
   .addOption(

@@ -268,14 +268,17 @@ export function feedbackVariants(
   analyzer: "english" | "standard",
 ): string[] {
   if (max <= 0 || feedback.length === 0) return [];
-  const opts = analyzer === "english" ? {} : { stem: false, stopWords: false };
-  const queryTerms = new Set(tokenize(query, opts));
+  // Whole words (no stems): the variants are also embedded for vector search.
+  const opts = analyzer === "english" ? { stem: false } : { stem: false, stopWords: false };
+  // Query words are left out also in other forms (`tomatoes` for `tomato`): compare stems.
+  const stemOf = (word: string): string => (analyzer === "english" ? (tokenize(word)[0] ?? word) : word);
+  const queryTerms = new Set(tokenize(query, opts).map(stemOf));
   const df = new Map<string, number>();
   const tfs = feedback.map((text) => {
     const tf = new Map<string, number>();
     for (const t of tokenize(text, opts))
       if (
-        !queryTerms.has(t) &&
+        !queryTerms.has(stemOf(t)) &&
         (t.length > 2 || (t.length === 2 && /[^\p{ASCII}]/u.test(t))) &&
         !/^\d+$/.test(t)
       )
@@ -355,7 +358,17 @@ async function retrieveKb(
       const head = list.slice(0, n);
       const chunks = deps.catalog.loadChunks(head.map((c) => c.chunkId));
       const texts = head.map((c) => chunks.get(c.chunkId)?.text ?? "");
-      const scores = await reranker.rerank(query, texts);
+      let scores: { index: number; score: number }[];
+      try {
+        scores = await reranker.rerank(query, texts);
+      } catch (err) {
+        // A failing reranker (model missing, endpoint down) must not fail the search.
+        outcome.warnings.push(
+          `knowledge base "${kb.name}": reranker ${reranker.name} failed, results are not reranked: ${(err as Error).message}`,
+        );
+        outcome.rerankers[kb.name] = `none (${reranker.name} failed)`;
+        return { list, exhausted };
+      }
       const w = r.rerankWeight;
       for (const s of scores) {
         const c = head[s.index];
@@ -372,9 +385,25 @@ async function retrieveKb(
   return { list, exhausted };
 }
 
-/** Default text of an instruction-type query ("summarise this file", "附件里说了什么"). */
-const INSTRUCTION_QUERY =
-  /^\s*(please\s+)?(summari[sz]e|give (me )?(a )?summary|tl;?dr|what('s| is| does)? (in |the )?(this|the|that|attached|attachment|uploaded|latest) (file|document|doc|attachment|pdf|email|message)|what does (this|the|that) (file|document|attachment|pdf) say|describe (this|the|that) (file|document|attachment))|^\s*(总结|概括|摘要|总结一下|这个文件|这份文件|附件|该文件).{0,20}(说了什么|讲了什么|内容|是什么)?/i;
+/** The thing an instruction-type query points at: this file, the attachment… */
+const TARGET_EN =
+  "(?:this|the|that|attached|uploaded|latest|last|my|above)\\s+(?:file|document|doc|attachment|pdf|email|e-mail|message|upload)";
+const TARGET_ZH = "(?:这个|这份|该|此|上传的|刚才的|最新的)?(?:文件|文档|附件|邮件|PDF)";
+
+/**
+ * Whole-query patterns of instruction-type queries, anchored at both ends so a
+ * question that merely mentions a file ("what is the file size limit?") is not one.
+ */
+const INSTRUCTION_QUERIES: readonly RegExp[] = [
+  new RegExp(
+    `^(?:please\\s+|can you\\s+|could you\\s+)?(?:summari[sz]e|give me a summary of|tl;?dr(?:\\s+of)?|describe|explain)\\s+${TARGET_EN}(?:\\s+(?:for me|please))?\\s*[.?!]*$`,
+    "i",
+  ),
+  new RegExp(`^what(?:'s|\\s+is)?\\s+in\\s+${TARGET_EN}\\s*[.?!]*$`, "i"),
+  new RegExp(`^what\\s+(?:does|is)\\s+${TARGET_EN}\\s+(?:say|about|saying)\\s*[.?!]*$`, "i"),
+  new RegExp(`^(?:请|帮我|麻烦)?(?:总结|概括|摘要|归纳)(?:一下)?${TARGET_ZH}(?:的内容|的要点)?[。？?！!]*$`),
+  /^(?:请|帮我)?(?:这个|这份|该|此)?(?:文件|文档|附件|邮件)(?:里|中)?(?:说了什么|讲了什么|写了什么|是什么内容|的内容是什么|讲的是什么)[。？?！!]*$/,
+];
 
 /**
  * True for instruction-type queries that ask about a file rather than search for
@@ -382,7 +411,8 @@ const INSTRUCTION_QUERY =
  * they skip the score threshold and prefer the most recently ingested document.
  */
 export function isInstructionQuery(query: string): boolean {
-  return INSTRUCTION_QUERY.test(query);
+  const q = query.trim();
+  return q.length <= 120 && INSTRUCTION_QUERIES.some((re) => re.test(q));
 }
 
 /**
@@ -419,12 +449,17 @@ export async function retrieve(
           ? 0
           : (over.minScore ?? options.minScore ?? kb.config.retrieval.minScore);
         const passing = list.filter((c) => c.final >= minScore);
-        const kept = passing.length > 0 || !options.fallbackBelowThreshold ? passing : list;
-        const below = passing.length === 0 && kept.length > 0;
         const max = over.maxResults ?? Number.POSITIVE_INFINITY;
-        return { kb, list: kept.slice(0, max), below, exhausted, mode };
+        return { kb, list: passing.slice(0, max), all: list.slice(0, max), below: false, exhausted, mode };
       }),
     );
+    // The fallback applies to the whole search: only when no KB has a result that passes.
+    if (options.fallbackBelowThreshold && perKb.every((p) => p.list.length === 0)) {
+      for (const p of perKb) {
+        p.list = p.all;
+        p.below = p.all.length > 0;
+      }
+    }
     const exhausted = perKb.every((p) => p.exhausted);
     let ordered: { kb: KbRecord; c: Candidate; kbRank: number; below: boolean }[];
     if (perKb.length === 1) {
@@ -467,17 +502,25 @@ export async function retrieve(
       .filter((d): d is NonNullable<typeof d> => d !== undefined)
       .sort((a, b) => (a.ingestedAt < b.ingestedAt ? 1 : a.ingestedAt > b.ingestedAt ? -1 : 0))[0];
     if (latest) {
-      const own = rows.filter((x) => x.chunk.documentId === latest.id);
-      if (own.length === 0) {
-        const ids = deps.catalog.chunkIds(latest.id).slice(0, topK);
-        const chunks = deps.catalog.loadChunks(ids);
-        const kb = kbs.find((k) => k.name === latest.kb) as KbRecord;
-        for (const id of ids) {
-          const chunk = chunks.get(id);
-          if (chunk)
-            own.push({ kb, c: { chunkId: id, retrieval: 0, final: 0 }, kbRank: 0, below: false, chunk });
-        }
-      }
+      // The document's first chunks in reading order, whether retrieval found them or not.
+      const ids = deps.catalog.chunkIds(latest.id).slice(0, topK);
+      const chunks = deps.catalog.loadChunks(ids);
+      const kb = kbs.find((k) => k.name === latest.kb) as KbRecord;
+      const found = new Map(rows.filter((x) => x.chunk.documentId === latest.id).map((x) => [x.chunk.id, x]));
+      const own: typeof rows = [];
+      ids.forEach((id, i) => {
+        const chunk = chunks.get(id);
+        if (!chunk) return;
+        own.push(
+          found.get(id) ?? {
+            kb,
+            c: { chunkId: id, retrieval: 0, final: 0 },
+            kbRank: i + 1,
+            below: false,
+            chunk,
+          },
+        );
+      });
       own.sort((a, b) => a.chunk.chunkIndex - b.chunk.chunkIndex);
       const ownIds = new Set(own.map((x) => x.chunk.id));
       rows = [...own, ...rows.filter((x) => !ownIds.has(x.chunk.id))];

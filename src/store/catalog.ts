@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   defaultKbConfig,
   type KnowledgeBaseConfig,
@@ -158,6 +159,22 @@ export class Catalog {
       | { text: string }
       | undefined;
     return row?.text ?? "";
+  }
+
+  /**
+   * A random id of this database, made when it is first needed and kept in its
+   * `meta` table: caches shared between processes (Redis) scope their keys with it,
+   * so two data directories, or a data directory wiped and rebuilt, never share results.
+   */
+  storeId(): string {
+    const row = this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as
+      | { value: string }
+      | undefined;
+    if (row) return row.value;
+    const id = randomUUID();
+    this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(id);
+    return (this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as { value: string })
+      .value;
   }
 
   /**
