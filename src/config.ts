@@ -186,6 +186,11 @@ export interface RetrievalConfig {
   rerankWeight: number;
   /** Query variants of the advanced strategy, the query included (1–4). Default 3. */
   expansionVariants: number;
+  /**
+   * OpenAI-compatible chat endpoint that writes the advanced strategy's query variants
+   * (`{ baseUrl, model, apiKey? }`). Absent (default): pseudo-relevance feedback, offline.
+   */
+  expansionLlm?: { baseUrl: string; model: string; apiKey?: string };
   /** Jaccard similarity of token sets at or above which a result is a near-duplicate. Default 0.9. */
   dedupThreshold: number;
   /** BM25 parameters (Robertson & Zaragoza 2009). Defaults k1 1.2, b 0.75. */
@@ -290,6 +295,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
     "rerankCandidates",
     "rerankWeight",
     "expansionVariants",
+    "expansionLlm",
     "dedupThreshold",
     "bm25K1",
     "bm25B",
@@ -404,6 +410,17 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   }
   if (r.reranker.type === "llm" && !r.reranker.baseUrl)
     fail("retrieval.reranker.baseUrl", "is required for an llm reranker");
+  if (r.expansionLlm !== undefined) {
+    if (!/^https?:\/\/[^\s]+$/.test(String(r.expansionLlm.baseUrl))) {
+      fail(
+        "retrieval.expansionLlm.baseUrl",
+        `must be an http(s) URL (got ${JSON.stringify(r.expansionLlm.baseUrl)})`,
+      );
+    }
+    if (typeof r.expansionLlm.model !== "string" || r.expansionLlm.model.trim() === "") {
+      fail("retrieval.expansionLlm.model", "must be a non-empty model name");
+    }
+  }
   if (!(r.dedupThreshold > 0 && r.dedupThreshold <= 1)) {
     fail("retrieval.dedupThreshold", `must be in (0, 1] (got ${r.dedupThreshold})`);
   }

@@ -23,10 +23,12 @@ import {
 import { createReranker, type Reranker } from "./rerank/index.js";
 import type { Attribution } from "./retrieve/attribution.js";
 import { Bm25Index } from "./retrieve/bm25.js";
+import { createLlmExpander } from "./retrieve/expansion.js";
 import {
   attributed,
   type KbRetrievalOverrides,
   type PipelineReranker,
+  type QueryExpander,
   type ResultExplanation,
   retrieve,
 } from "./retrieve/search.js";
@@ -160,6 +162,7 @@ export class KnowledgeLayer {
   readonly bm25: Bm25Index;
   private readonly embedders = new Map<string, CachedEmbedder>();
   private readonly rerankers = new Map<string, Reranker>();
+  private readonly expanders = new Map<string, QueryExpander>();
 
   private constructor(
     readonly dataDir: string,
@@ -356,6 +359,7 @@ export class KnowledgeLayer {
           return vector;
         },
         reranker: (config) => this.reranker(config),
+        expander: (config) => this.expander(config),
       },
       kbs,
       query,
@@ -421,6 +425,19 @@ export class KnowledgeLayer {
     const vector = await this.embedder(config).embedQuery(text);
     await this.cache.set(key, vector);
     return vector;
+  }
+
+  /** The LLM query expander of a KB (advanced strategy), or undefined when none is configured. */
+  private expander(config: KnowledgeBaseConfig): QueryExpander | undefined {
+    const llm = config.retrieval.expansionLlm;
+    if (!llm) return undefined;
+    const key = JSON.stringify(llm);
+    let expander = this.expanders.get(key);
+    if (!expander) {
+      expander = createLlmExpander(llm);
+      this.expanders.set(key, expander);
+    }
+    return expander;
   }
 
   /**

@@ -5,6 +5,8 @@
  * advanced pseudo-relevance-feedback expansion and --explain data.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -352,4 +354,78 @@ describe("hybrid_rerank with a cross-encoder loaded from a model folder", () => 
       kl.createKb("badllm", { retrieval: { reranker: { type: "llm", model: "m", baseUrl: "ftp://x" } } }),
     ).toThrow(/knowledge base "badllm": retrieval\.reranker\.baseUrl/);
   }, 60_000);
+});
+
+describe("advanced with an LLM query expander (OpenAI-compatible chat, local server)", () => {
+  it("retrieves the variants the LLM writes; a failing LLM falls back to feedback with a warning", async () => {
+    const requests: { model: string; messages: { role: string; content: string }[] }[] = [];
+    let fail = false;
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => {
+        body += c;
+      });
+      req.on("end", () => {
+        if (req.url !== "/v1/chat/completions" || req.method !== "POST") {
+          res.writeHead(404).end();
+          return;
+        }
+        requests.push(JSON.parse(body));
+        if (fail) {
+          res.writeHead(400, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: { message: "model not found", type: "invalid_request_error" } }));
+          return;
+        }
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            id: "chatcmpl-1",
+            object: "chat.completion",
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: "assistant",
+                  content: '1. bread dough rising\n- "oven baking time"\nwarm place',
+                },
+                finish_reason: "stop",
+              },
+            ],
+          }),
+        );
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    const { port } = server.address() as AddressInfo;
+    try {
+      kl.createKb("bakery", {
+        chunking: { strategy: "fixed", chunkSize: 500 },
+        retrieval: {
+          mode: "advanced",
+          expansionLlm: { baseUrl: `http://127.0.0.1:${port}`, model: "gpt-test" },
+        },
+      });
+      await kl.ingestDocuments(KITCHEN, { kb: "bakery", embed: false });
+      const r = await kl.search("how long does dough rest", { kbs: ["bakery"] });
+      expect(requests[0]?.model).toBe("gpt-test");
+      expect(requests[0]?.messages.at(-1)?.content).toContain("how long does dough rest");
+      expect(r.variants?.bakery).toEqual([
+        "how long does dough rest",
+        "bread dough rising",
+        "oven baking time",
+      ]);
+      expect(r.results[0]?.source.uri).toBe("/kb/bread.txt");
+      fail = true;
+      const degraded = await kl.search("how long does bread rise", { kbs: ["bakery"] });
+      expect(degraded.warnings.join("\n")).toMatch(
+        /LLM query expansion failed, pseudo-relevance feedback used instead: .*model not found/,
+      );
+      expect(degraded.results[0]?.source.uri).toBe("/kb/bread.txt");
+      expect(() =>
+        kl.createKb("badexp", { retrieval: { expansionLlm: { baseUrl: "localhost:1", model: "m" } } }),
+      ).toThrow(/retrieval\.expansionLlm\.baseUrl must be an http\(s\) URL/);
+    } finally {
+      server.close();
+    }
+  });
 });

@@ -318,9 +318,18 @@ async function retrieveKb(
     const max = Math.max(0, r.expansionVariants - 1);
     const expander = deps.expander?.(kb.config);
     let variants: string[] = [];
+    let expanded = false;
     if (expander) {
-      variants = (await expander(query, max)).filter((v) => v.trim() !== "" && v !== query).slice(0, max);
-    } else {
+      try {
+        variants = (await expander(query, max)).filter((v) => v.trim() !== "" && v !== query).slice(0, max);
+        expanded = true;
+      } catch (err) {
+        outcome.warnings.push(
+          `knowledge base "${kb.name}": LLM query expansion failed, pseudo-relevance feedback used instead: ${(err as Error).message}`,
+        );
+      }
+    }
+    if (!expanded) {
       const feedbackIds = list.slice(0, 5).map((c) => c.chunkId);
       const texts = [...deps.catalog.loadChunks(feedbackIds).values()].map((c) => c.text);
       variants = feedbackVariants(query, texts, max, r.analyzer);
