@@ -4,7 +4,7 @@ import JSZip from "jszip";
 import { describe, expect, it } from "vitest";
 import { ExtractionError } from "../src/errors.js";
 import { extractBytes, extractFile } from "../src/extract/index.js";
-import { tempDir } from "./helpers.js";
+import { extractionError, tempDir } from "./helpers.js";
 
 const W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main";
 const R = "http://schemas.openxmlformats.org/package/2006/relationships";
@@ -133,17 +133,6 @@ const REPORT_TEXT = [
   "",
   "机器学习改变了我们的工作方式。",
 ].join("\n");
-
-/** Runs `fn` and returns the ExtractionError it throws (fails when it does not throw one). */
-async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionError> {
-  try {
-    await fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ExtractionError);
-    return err as ExtractionError;
-  }
-  throw new Error("expected an ExtractionError");
-}
 
 describe("docx", () => {
   it("extracts headings as Markdown, tables row by row, lists and Chinese text (extractFile)", async () => {

@@ -11,24 +11,13 @@ import { ExtractionError } from "../src/errors.js";
 import { extractBytes, extractFile } from "../src/extract/index.js";
 import type { ExtractedDocument } from "../src/types.js";
 import { cfg } from "./chunk-helpers.js";
-import { docsPath, tempDir } from "./helpers.js";
+import { docsPath, extractionError, tempDir } from "./helpers.js";
 
 const mail = (...parts: string[]): string => docsPath("email", ...parts);
 const gem = (...parts: string[]): string => mail("ruby_mail_gem_fixtures", "emails", ...parts);
 const spamassassin = (...parts: string[]): string => mail("spamassassin_sample", ...parts);
 const VALID_PDF = docsPath("pdf", "pdf-parse_npm_test_data", "04-valid.pdf");
 const INVALID_PDF = docsPath("pdf", "pdf-parse_npm_test_data", "03-invalid.pdf");
-
-/** Runs `fn` and returns the ExtractionError it throws (fails when it does not throw one). */
-async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionError> {
-  try {
-    await fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ExtractionError);
-    return err as ExtractionError;
-  }
-  throw new Error("expected an ExtractionError");
-}
 
 /** The single document of a one-message file without attachments. */
 async function only(path: string): Promise<ExtractedDocument> {

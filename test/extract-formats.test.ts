@@ -3,18 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ExtractionError } from "../src/errors.js";
 import { extractBytes, extractFile, htmlToText, parseFrontMatter } from "../src/extract/index.js";
-import { docsPath, tempDir } from "./helpers.js";
-
-/** Runs `fn` and returns the ExtractionError it throws (fails when it does not throw one). */
-async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionError> {
-  try {
-    await fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ExtractionError);
-    return err as ExtractionError;
-  }
-  throw new Error("expected an ExtractionError");
-}
+import { docsPath, extractionError, tempDir } from "./helpers.js";
 
 /** A page entry of {@link makePdf} whose page object is broken (a number instead of a dictionary). */
 const BROKEN = Symbol("broken page");

@@ -16,7 +16,7 @@ import {
   slackExtractor,
 } from "../src/extract/index.js";
 import type { ExtractedDocument, Segment } from "../src/types.js";
-import { docsPath, SHARED, tempDir } from "./helpers.js";
+import { docsPath, extractionError, SHARED, tempDir } from "./helpers.js";
 
 const EXPORT_DIR = docsPath("slack", "slack_export_viewer_testarchive", "export");
 const EXPORT_ZIP = docsPath("slack", "slack_export_viewer_testarchive", "testarchive.zip");
@@ -75,17 +75,6 @@ function folderContents(dir: string): Record<string, Uint8Array> {
   };
   walk(dir);
   return out;
-}
-
-/** Runs `fn` and returns the ExtractionError it throws (fails when it does not throw one). */
-async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionError> {
-  try {
-    await fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ExtractionError);
-    return err as ExtractionError;
-  }
-  throw new Error("expected an ExtractionError");
 }
 
 /**

@@ -15,21 +15,10 @@ import {
   renderSlackText,
 } from "../src/extract/index.js";
 import type { ExtractedDocument } from "../src/types.js";
-import { docsPath, SHARED, tempDir } from "./helpers.js";
+import { docsPath, extractionError, SHARED, tempDir } from "./helpers.js";
 
 const casePath = (name: string): string => join(SHARED, "cases", name);
 const SLACK_EXPORT = docsPath("slack", "slack_export_viewer_testarchive", "export");
-
-/** Runs `fn` and returns the ExtractionError it throws (fails when it does not throw one). */
-async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionError> {
-  try {
-    await fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ExtractionError);
-    return err as ExtractionError;
-  }
-  throw new Error("expected an ExtractionError");
-}
 
 /** Asserts segments are ordered, non-overlapping and inside the text. */
 function expectWellFormedSegments(doc: ExtractedDocument): void {

@@ -2,6 +2,8 @@ import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
+import { ExtractionError } from "../src/errors.js";
 
 /** Absolute path of the shared data folder (`../shared` beside the repository). */
 const sharedGuess = resolve(dirname(fileURLToPath(import.meta.url)), "../../shared");
@@ -15,4 +17,15 @@ export const docsPath = (...parts: string[]): string => join(SHARED, "data", "do
 export function tempDir(prefix = "kl-test-"): { dir: string; cleanup: () => void } {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Runs `fn` and returns the ExtractionError it throws (fails when it does not throw one). */
+export async function extractionError(fn: () => Promise<unknown>): Promise<ExtractionError> {
+  try {
+    await fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ExtractionError);
+    return err as ExtractionError;
+  }
+  throw new Error("expected an ExtractionError");
 }
