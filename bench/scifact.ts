@@ -34,7 +34,7 @@ const line = (s: string): void => {
 };
 
 try {
-  if (kl.catalog.getKb(kb)) kl.deleteKb(kb);
+  if (kl.catalog.getKb(kb)) await kl.deleteKb(kb);
   const cold = await evaluateBeir(kl, values.dataset as string, {
     modes: ["keyword", "vector_only", "hybrid"],
     kb,
@@ -43,7 +43,7 @@ try {
   });
   const coldIngest = cold.ingest[0];
   // Warm: the KB is dropped, the embedding cache is kept, and the corpus is ingested again.
-  kl.deleteKb(kb);
+  await kl.deleteKb(kb);
   const warm = await evaluateBeir(kl, values.dataset as string, {
     modes: ["vector_only"],
     kb,
@@ -58,7 +58,7 @@ try {
     chunkSize,
     limit,
   });
-  kl.deleteKb(`${kb}-standard`);
+  await kl.deleteKb(`${kb}-standard`);
 
   line(`dataset ${cold.dataset}: ${cold.documents} documents, ${cold.results[0]?.queries} queries`);
   line(

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type Cache, type CacheConfig, createCache } from "./cache/index.js";
 import { queryEmbeddingKey, searchResultKey } from "./cache/keys.js";
 import {
@@ -7,6 +8,7 @@ import {
   parseRetrievalMode,
   RETRIEVAL_MODES,
   type RetrievalMode,
+  type VectorStoreConfig,
   validateKbConfig,
 } from "./config.js";
 import { CachedEmbedder } from "./embed/cache.js";
@@ -19,6 +21,7 @@ import {
   type IngestSummary,
   ingestDocuments,
   ingestPaths,
+  pipelineHash,
 } from "./ingest/pipeline.js";
 import { createReranker, type Reranker } from "./rerank/index.js";
 import type { Attribution } from "./retrieve/attribution.js";
@@ -33,7 +36,10 @@ import {
   retrieve,
 } from "./retrieve/search.js";
 import { Catalog, type KbCounts, type KbRecord } from "./store/catalog.js";
+import type { VectorStore } from "./store/contract.js";
 import { type Db, openDatabase, resolveDataDir } from "./store/database.js";
+import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
+import { chunkPayload, type FillProgress, fillCollection } from "./store/migrate.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { ExtractedDocument } from "./types.js";
 
@@ -158,7 +164,9 @@ export interface IngestOptions {
  */
 export class KnowledgeLayer {
   readonly catalog: Catalog;
+  /** The embedded vector store (in `kl.db`), used by KBs whose `vectorStore.type` is `sqlite`. */
   readonly store: SqliteVectorStore;
+  private readonly stores = new Map<string, Promise<VectorStore>>();
   readonly bm25: Bm25Index;
   private readonly embedders = new Map<string, CachedEmbedder>();
   private readonly rerankers = new Map<string, Reranker>();
@@ -182,10 +190,46 @@ export class KnowledgeLayer {
     return new KnowledgeLayer(dataDir, openDatabase(dataDir), cache);
   }
 
-  /** Closes the database. */
-  close(): void {
+  /**
+   * Closes the database at once, then the connections to vector-store servers and
+   * the cache (await the result to know they are closed).
+   */
+  async close(): Promise<void> {
     this.db.close();
-    void this.cache.close();
+    const stores = [...this.stores.values()];
+    this.stores.clear();
+    await Promise.allSettled([...stores.map(async (s) => (await s).close()), this.cache.close()]);
+  }
+
+  /**
+   * The connected vector store of a KB configuration: the embedded store for
+   * `sqlite`, else one client per distinct server configuration, connected on
+   * first use (a failed connection is retried by the next call).
+   * @throws KnowledgeLayerError naming the store when it cannot be reached.
+   */
+  async vectorStore(config: KnowledgeBaseConfig): Promise<VectorStore> {
+    const vs = config.vectorStore;
+    if (vs.type === "sqlite") return this.store;
+    const key = JSON.stringify({ ...vs, collection: undefined });
+    let store = this.stores.get(key);
+    if (!store) {
+      store = (async () => {
+        const created = await createVectorStore(vs, this.db);
+        try {
+          await created.connect();
+        } catch (err) {
+          await created.close().catch(() => {});
+          throw new KnowledgeLayerError(
+            `knowledge base "${config.name}": cannot connect to vector store ${describeStore(vs)}: ${(err as Error).message}`,
+            { cause: err },
+          );
+        }
+        return created;
+      })();
+      this.stores.set(key, store);
+      store.catch(() => this.stores.delete(key));
+    }
+    return store;
   }
 
   /**
@@ -260,14 +304,144 @@ export class KnowledgeLayer {
    * same texts later costs no model calls.
    * @throws KnowledgeLayerError for an unknown KB.
    */
-  deleteKb(name: string): void {
-    if (!this.catalog.getKb(name)) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
+  async deleteKb(name: string): Promise<void> {
+    const kb = this.catalog.getKb(name);
+    if (!kb) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
+    const collection = collectionOf(kb.config);
+    if (kb.config.vectorStore.type === "sqlite") {
+      this.db
+        .transaction(() => {
+          this.store.dropCollectionSync(collection);
+          this.catalog.deleteKb(name);
+        })
+        .immediate();
+      return;
+    }
+    // Server first: if it cannot be reached, the KB stays whole and the delete can be retried.
+    await (await this.vectorStore(kb.config)).dropCollection(collection);
+    this.db.transaction(() => this.catalog.deleteKb(name)).immediate();
+  }
+
+  /**
+   * Copies a KB's vectors to another vector store without re-embedding, then
+   * switches the KB to it (`kl kb migrate`). Resumable: records the target already
+   * holds are skipped, so a rerun after an interruption continues. Verified: the
+   * target must hold exactly one vector per embedded chunk before the switch. The
+   * source collection is kept unless `dropSource`. Do not ingest into the KB while
+   * it runs.
+   * @throws ConfigError for an invalid target; KnowledgeLayerError when a store
+   *   fails, the target equals the source, or verification fails (the KB then still
+   *   uses the source).
+   */
+  async migrateKb(
+    name: string,
+    to: VectorStoreConfig,
+    options: { dropSource?: boolean; onProgress?: (p: FillProgress) => void } = {},
+  ): Promise<FillProgress & { from: string; to: string }> {
+    const kb = this.getKb(name);
+    const target: KnowledgeBaseConfig = { ...kb.config, vectorStore: { ...to } };
+    validateKbConfig(target);
+    const sourceCollection = collectionOf(kb.config);
+    const targetCollection = collectionOf(target);
+    const from = describeStore(kb.config.vectorStore);
+    const dest = describeStore(target.vectorStore);
+    if (sameStore(kb.config.vectorStore, target.vectorStore) && sourceCollection === targetCollection) {
+      throw new KnowledgeLayerError(
+        `knowledge base "${name}" already uses ${dest} (collection "${targetCollection}")`,
+      );
+    }
+    const source = await this.vectorStore(kb.config);
+    const destination = await this.vectorStore(target);
+    const info = await source.info(sourceCollection);
+    let progress: FillProgress = { done: 0, total: 0, written: 0, skipped: 0 };
+    if (info) {
+      await destination.createCollection(targetCollection, info.dimension, info.metric);
+      progress = await fillCollection({
+        catalog: this.catalog,
+        kb: name,
+        target: destination,
+        collection: targetCollection,
+        onProgress: options.onProgress,
+        produce: async (chunks) => {
+          const records = await source.get(
+            sourceCollection,
+            chunks.map((c) => String(c.id)),
+          );
+          if (records.length !== chunks.length) {
+            const have = new Set(records.map((r) => r.id));
+            const lost = chunks.filter((c) => !have.has(String(c.id))).map((c) => c.id);
+            throw new KnowledgeLayerError(
+              `knowledge base "${name}": ${from} has no vectors for chunks ${lost.slice(0, 5).join(", ")}${lost.length > 5 ? "…" : ""}; re-ingest the KB or run kl kb reembed`,
+            );
+          }
+          return records;
+        },
+      });
+    }
+    this.catalog.updateKbConfig(target);
+    if (options.dropSource && info) await source.dropCollection(sourceCollection);
+    return { ...progress, from, to: dest };
+  }
+
+  /**
+   * Embeds a KB's chunks with another embedding model into a new collection of the
+   * KB's vector store, then switches the KB to that model and collection and drops
+   * the old collection unless `keepOld` (`kl kb reembed`). Models are never mixed in
+   * one collection: the new collection's name carries the model. Resumable like
+   * {@link migrateKb}; the chunk texts come from the catalog (nothing is extracted
+   * or chunked again).
+   * @throws ConfigError for an invalid embedding config; KnowledgeLayerError when the
+   *   model is the KB's current one, or embedding, storing or verification fails (the
+   *   KB then keeps its current model).
+   */
+  async reembedKb(
+    name: string,
+    embedding: KnowledgeBaseConfig["embedding"],
+    options: { keepOld?: boolean; onProgress?: (p: FillProgress) => void } = {},
+  ): Promise<FillProgress & { collection: string; dimension: number }> {
+    const kb = this.getKb(name);
+    const old = kb.config;
+    const collection = `kb_${name}@${embeddingSlug(embedding)}`;
+    const target: KnowledgeBaseConfig = {
+      ...old,
+      embedding: { ...embedding },
+      vectorStore: { ...old.vectorStore, collection },
+    };
+    validateKbConfig(target);
+    if (collection === collectionOf(old) || embeddingSlug(embedding) === embeddingSlug(old.embedding)) {
+      throw new KnowledgeLayerError(
+        `knowledge base "${name}" is already embedded with ${embedding.provider}:${embedding.model}`,
+      );
+    }
+    const store = await this.vectorStore(target);
+    const embedder = this.embedder(target);
+    await store.createCollection(collection, embedder.dimension, "cosine");
+    const progress = await fillCollection({
+      catalog: this.catalog,
+      kb: name,
+      target: store,
+      collection,
+      onProgress: options.onProgress,
+      produce: async (chunks) => {
+        const vectors = await embedder.embedTexts(chunks.map((c) => c.text));
+        return chunks.map((c, i) => ({
+          id: String(c.id),
+          vector: vectors[i] as Float32Array,
+          payload: chunkPayload(c),
+        }));
+      },
+    });
     this.db
       .transaction(() => {
-        this.store.dropCollectionSync(collectionName(name));
-        this.catalog.deleteKb(name);
+        this.catalog.updateKbConfig(target);
+        this.catalog.relabelPipeline(name, pipelineHash(old), pipelineHash(target));
       })
       .immediate();
+    if (!options.keepOld) {
+      const oldStore = await this.vectorStore(old);
+      await oldStore.dropCollection(collectionOf(old));
+    }
+    return { ...progress, collection, dimension: embedder.dimension };
   }
 
   /** Document and chunk counts of one KB. */
@@ -277,7 +451,7 @@ export class KnowledgeLayer {
 
   /** Ingests files and folders into a KB (see `ingest/pipeline.ts`). */
   async ingest(paths: string[], options: IngestOptions = {}): Promise<IngestSummary> {
-    return ingestPaths(this.ingestContext(options), paths, options.embed ?? true);
+    return ingestPaths(await this.ingestContext(options), paths, options.embed ?? true);
   }
 
   /** Ingests in-memory documents (one unit per document URI). */
@@ -285,7 +459,7 @@ export class KnowledgeLayer {
     docs: Iterable<ExtractedDocument>,
     options: IngestOptions = {},
   ): Promise<IngestSummary> {
-    return ingestDocuments(this.ingestContext(options), docs, options.embed ?? true);
+    return ingestDocuments(await this.ingestContext(options), docs, options.embed ?? true);
   }
 
   /**
@@ -346,9 +520,9 @@ export class KnowledgeLayer {
     const outcome = await retrieve(
       {
         catalog: this.catalog,
-        store: this.store,
+        store: (config) => this.vectorStore(config),
         bm25: this.bm25,
-        collection: collectionName,
+        collection: collectionOf,
         embedQuery: (config, text) => {
           const key = `${config.embedding.provider}/${config.embedding.model}\u0000${text}`;
           let vector = queryVectors.get(key);
@@ -474,19 +648,19 @@ export class KnowledgeLayer {
     return e;
   }
 
-  private ingestContext(options: IngestOptions): IngestContext {
+  private async ingestContext(options: IngestOptions): Promise<IngestContext> {
     const kb = this.getKb(options.kb ?? DEFAULT_KB);
     const embed = options.embed ?? true;
     return {
       catalog: this.catalog,
       bm25: this.bm25,
-      store: this.store,
+      store: await this.vectorStore(kb.config),
       embedder: embed ? this.embedder(kb.config) : undefined,
       // embedding_semantic chunking embeds sentences even without chunk vectors (see IngestOptions.embed).
       chunkingEmbedder:
         kb.config.chunking.strategy === "embedding_semantic" ? this.embedder(kb.config) : undefined,
       config: kb.config,
-      collection: collectionName(kb.name),
+      collection: collectionOf(kb.config),
       onProgress: options.onProgress,
     };
   }
@@ -495,9 +669,16 @@ export class KnowledgeLayer {
 /** Largest accepted `topK`. */
 export const MAX_TOP_K = 10_000;
 
-/** Name of a KB's vector collection. */
-export function collectionName(kb: string): string {
-  return `kb_${kb}`;
+/** True when two store configs point at the same server (or both at the embedded store). */
+function sameStore(a: VectorStoreConfig, b: VectorStoreConfig): boolean {
+  return a.type === b.type && a.url === b.url && a.index === b.index && a.schema === b.schema;
+}
+
+/** A collection-name-safe tag of an embedding model: `provider-model` plus a short hash of the whole config. */
+function embeddingSlug(e: KnowledgeBaseConfig["embedding"]): string {
+  const readable = `${e.provider}-${e.model}`.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 40);
+  const { batchSize: _ignored, ...identity } = e as KnowledgeBaseConfig["embedding"] & { batchSize?: number };
+  return `${readable}-${createHash("sha256").update(JSON.stringify(identity)).digest("hex").slice(0, 8)}`;
 }
 
 /** Copies an object without its `undefined` fields, so they do not override defaults. */

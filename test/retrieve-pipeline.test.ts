@@ -58,9 +58,9 @@ afterAll(() => {
 function deps(reranker?: PipelineReranker): RetrievalDeps {
   return {
     catalog: kl.catalog,
-    store: kl.store,
+    store: async () => kl.store,
     bm25: kl.bm25,
-    collection: (kb) => `kb_${kb}`,
+    collection: (config) => `kb_${config.name}`,
     embedQuery: () => Promise.reject(new Error("no vectors in this test")),
     reranker: () => reranker,
   };

@@ -8,6 +8,7 @@ import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 import { formatCitation } from "../retrieve/attribution.js";
 import type { KbCounts, KbRecord } from "../store/catalog.js";
+import { collectionOf, describeStore } from "../store/index.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 
 /**
@@ -27,14 +28,24 @@ export class ProgressReporter {
   }
 
   /** Handles a progress event from ingest or evaluation. */
-  update(event: IngestProgress | { phase: "query"; mode: string; done: number; total: number }): void {
+  update(
+    event:
+      | IngestProgress
+      | { phase: "query"; mode: string; done: number; total: number }
+      | { phase: "vectors"; label: string; done: number; total: number },
+  ): void {
     if (this.mode === "off") return;
     if (this.mode === "lines") {
       if (event.phase === "discovered") return;
       const now = Date.now();
       if (now - this.lastLine < 10_000 && event.done !== event.total) return;
       this.lastLine = now;
-      const what = event.phase === "query" ? `eval ${event.mode}` : event.phase;
+      const what =
+        event.phase === "query"
+          ? `eval ${event.mode}`
+          : event.phase === "vectors"
+            ? event.label
+            : event.phase;
       process.stderr.write(`${what}: ${event.done}/${event.total}\n`);
       return;
     }
@@ -43,6 +54,9 @@ export class ProgressReporter {
     } else if (event.phase === "source") {
       if (!this.bar) this.start("ingest", event.total);
       this.bar?.update(event.done, { item: shorten(event.path) });
+    } else if (event.phase === "vectors") {
+      if (this.label !== event.label) this.start(event.label, event.total);
+      this.bar?.update(event.done, { item: "" });
     } else if (event.phase === "query") {
       const label = `eval ${event.mode}`;
       if (this.label !== label) this.start(label, event.total);
@@ -177,7 +191,7 @@ export function formatKb(kb: KbRecord, counts: KbCounts): string {
     extractionLine(c.extraction),
     ...strategyOptions(c.chunking),
     `embedding:  ${c.embedding.provider}:${c.embedding.model}, batch ${c.embedding.batchSize}`,
-    `store:      ${c.vectorStore.type}`,
+    `store:      ${describeStore(c.vectorStore)}, collection ${collectionOf(c)}`,
     `retrieval:  ${c.retrieval.mode}, top-k ${c.retrieval.topK}, vector top-k ${c.retrieval.vectorTopK} (cosine ≥ ${c.retrieval.vectorMinScore}), keyword top-k ${c.retrieval.keywordTopK}, fusion ${c.retrieval.fusion === "rrf" ? `rrf k ${c.retrieval.rrfK}` : "weighted"}, weights ${c.retrieval.vectorWeight}:${c.retrieval.keywordWeight}, min score ${c.retrieval.minScore}${c.retrieval.fallbackBelowThreshold ? " (fallback)" : ""}, dedup ≥ ${c.retrieval.dedupThreshold}`,
     `reranker:   ${c.retrieval.reranker.type}${"model" in c.retrieval.reranker ? ` ${c.retrieval.reranker.model}` : ""}, ${c.retrieval.rerankCandidates} candidates, weight ${c.retrieval.rerankWeight}; advanced: ${c.retrieval.expansionVariants} variants`,
   ].join("\n");

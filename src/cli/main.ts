@@ -16,6 +16,9 @@ import {
   type RetrievalMode,
   SIZE_UNITS,
   type SizeUnit,
+  VECTOR_STORE_TYPES,
+  type VectorStoreConfig,
+  type VectorStoreType,
 } from "../config.js";
 import { createEmbedder } from "../embed/index.js";
 import { KnowledgeLayerError } from "../errors.js";
@@ -23,6 +26,7 @@ import { evaluateBeir } from "../eval/beir.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
+import { redactKbConfig } from "../store/index.js";
 import {
   type ChunkedDocument,
   formatChunks,
@@ -112,8 +116,47 @@ async function withKl<T>(command: Command, fn: (kl: KnowledgeLayer) => Promise<T
   try {
     return await fn(kl);
   } finally {
-    kl.close();
+    await kl.close();
   }
+}
+
+/** Adds the vector-store options shared by `kb create` and `kb migrate` (`prefix` `store` or `to`). */
+function withStoreOptions(command: Command, prefix: "store" | "to"): Command {
+  const typeFlag = prefix === "store" ? "--store <type>" : "--to <type>";
+  return command
+    .addOption(
+      new Option(
+        typeFlag,
+        `vector store${prefix === "store" ? " (default sqlite, the embedded one)" : ""}`,
+      ).choices([...VECTOR_STORE_TYPES]),
+    )
+    .option(
+      `--${prefix}-url <url>`,
+      "server URL: postgres://user:pass@host/db, http://host:6333 (Qdrant), http://host:8000 (Chroma)",
+    )
+    .option(
+      `--${prefix}-index <name>`,
+      "Pinecone index (the KB is a namespace of it; key from $PINECONE_API_KEY)",
+    )
+    .option(`--${prefix}-schema <name>`, "PostgreSQL schema (default kl)")
+    .option(`--${prefix}-collection <name>`, "collection, table or namespace (default kb_<name>)");
+}
+
+/** The vector-store config of {@link withStoreOptions}' flags, or undefined when no type is given. */
+function storeOption(o: Record<string, unknown>, prefix: "store" | "to"): VectorStoreConfig | undefined {
+  const type = o[prefix] as VectorStoreType | undefined;
+  if (!type) return undefined;
+  const key = (name: string) => `${prefix}${name}`;
+  const config: VectorStoreConfig = { type };
+  const copy = (field: "url" | "index" | "schema" | "collection", flag: string): void => {
+    const value = o[key(flag)];
+    if (typeof value === "string") config[field] = value;
+  };
+  copy("url", "Url");
+  copy("index", "Index");
+  copy("schema", "Schema");
+  copy("collection", "Collection");
+  return config;
 }
 
 /** Adds the tokenizer and EMBEDDING_SEMANTIC options shared by `kb create` and `chunk`. */
@@ -227,7 +270,7 @@ function mergeExtraction(
 
 const kb = program.command("kb").description("manage knowledge bases");
 
-withExtractionOptions(withChunkingOptions(kb.command("create")))
+withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))), "store")
   .argument("<name>", "knowledge base name")
   .description("create a knowledge base with its own chunking, embedding and retrieval settings")
   .addOption(new Option("--strategy <strategy>", "chunking strategy").choices([...CHUNKING_STRATEGIES]))
@@ -262,7 +305,7 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
   )
   .option(
     "--vector-weight <w>",
-    "weight of the vector list in hybrid fusion (default 0.2; 0 ignores it)",
+    "weight of the vector list in hybrid fusion (default 0.15; 0 ignores it)",
     weight("--vector-weight"),
   )
   .option(
@@ -290,6 +333,7 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
           embeddingSemantic: embeddingSemanticOptions(o),
         },
         embedding: { model: o.embeddingModel },
+        vectorStore: storeOption(o, "store"),
         retrieval: {
           mode: o.mode as RetrievalMode | undefined,
           topK: o.topK,
@@ -301,7 +345,7 @@ withExtractionOptions(withChunkingOptions(kb.command("create")))
           reranker: rerankerOption(o),
         },
       });
-      if (o.json) console.log(JSON.stringify(record.config, null, 2));
+      if (o.json) console.log(JSON.stringify(redactKbConfig(record.config), null, 2));
       else console.log(`created knowledge base "${name}"\n${formatKb(record, kl.counts(name))}`);
     });
   });
@@ -315,7 +359,12 @@ kb.command("list")
       if (o.json) {
         console.log(
           JSON.stringify(
-            kbs.map((k) => ({ name: k.name, createdAt: k.createdAt, ...k.counts, config: k.config })),
+            kbs.map((k) => ({
+              name: k.name,
+              createdAt: k.createdAt,
+              ...k.counts,
+              config: redactKbConfig(k.config),
+            })),
             null,
             2,
           ),
@@ -339,7 +388,8 @@ kb.command("show")
     await withKl(command, (kl) => {
       const record = kl.getKb(name);
       const counts = kl.counts(name);
-      if (o.json) console.log(JSON.stringify({ ...record, counts }, null, 2));
+      if (o.json)
+        console.log(JSON.stringify({ ...record, config: redactKbConfig(record.config), counts }, null, 2));
       else console.log(formatKb(record, counts));
     });
   });
@@ -348,12 +398,43 @@ kb.command("delete")
   .argument("<name>", "knowledge base name")
   .description("delete a knowledge base with its documents, chunks and vectors (the embedding cache is kept)")
   .action(async (name: string, _o, command: Command) => {
-    await withKl(command, (kl) => {
+    await withKl(command, async (kl) => {
       const counts = kl.counts(name);
-      kl.deleteKb(name);
+      await kl.deleteKb(name);
       console.log(
         `deleted knowledge base "${name}" (${counts.documents} documents, ${counts.chunks} chunks)`,
       );
+    });
+  });
+
+withStoreOptions(kb.command("migrate"), "to")
+  .argument("<name>", "knowledge base name")
+  .description(
+    "copy a KB's vectors to another vector store without re-embedding, verify the count, then switch the KB to it (resumable: run again after an interruption)",
+  )
+  .option("--drop-source", "delete the old collection after the switch")
+  .option("--json", "print the result as JSON")
+  .action(async (name: string, o, command: Command) => {
+    const to = storeOption(o, "to");
+    if (!to)
+      throw new KnowledgeLayerError(`kb migrate: --to <type> is required (${VECTOR_STORE_TYPES.join(", ")})`);
+    await withKl(command, async (kl) => {
+      const progress = ProgressReporter.forStderr(Boolean(o.json));
+      let result: Awaited<ReturnType<KnowledgeLayer["migrateKb"]>>;
+      try {
+        result = await kl.migrateKb(name, to, {
+          dropSource: Boolean(o.dropSource),
+          onProgress: (p) =>
+            progress.update({ phase: "vectors", label: "migrate", done: p.done, total: p.total }),
+        });
+      } finally {
+        progress.stop();
+      }
+      if (o.json) console.log(JSON.stringify(result, null, 2));
+      else
+        console.log(
+          `migrated knowledge base "${name}" from ${result.from} to ${result.to}: ${result.done} vectors verified (${result.written} copied, ${result.skipped} already there)`,
+        );
     });
   });
 

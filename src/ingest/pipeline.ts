@@ -11,11 +11,12 @@ import { ConfigError, ExtractionError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
 import type { Bm25Index } from "../retrieve/bm25.js";
 import type { Catalog } from "../store/catalog.js";
-import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
+import type { VectorRecord, VectorStore } from "../store/contract.js";
+import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
-export const PIPELINE_VERSION = 4;
+export const PIPELINE_VERSION = 5;
 
 /** A per-file problem reported by ingest. */
 export interface IngestIssue {
@@ -71,7 +72,12 @@ export type IngestProgress =
 export interface IngestContext {
   catalog: Catalog;
   bm25: Bm25Index;
-  store: SqliteVectorStore;
+  /**
+   * The KB's vector store. The embedded SQLite store is written in the same
+   * transaction as the catalog; a server store is written after the catalog commit
+   * (see {@link commitUnit}).
+   */
+  store: VectorStore;
   /** Embedder with the persistent cache; absent when `embed` is false. */
   embedder?: CachedEmbedder;
   /**
@@ -198,7 +204,7 @@ export async function ingestPaths(ctx: IngestContext, paths: string[], embed = t
   for (const e of summary.errors) if (NO_CONTENT.test(e.reason)) gone.add(e.path);
   for (const s of skipped) gone.add(s.path);
   for (const path of gone) {
-    if (removeSource(ctx, path)) summary.removed.push(path);
+    if (await removeSource(ctx, path)) summary.removed.push(path);
   }
   summary.skipped.push(...skipped);
   summary.errors.unshift(...errors);
@@ -284,7 +290,8 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   };
   if (embed && !ctx.embedder) throw new Error("ingest: embedding requested but no embedder given");
   const chunker = kbChunker(ctx);
-  if (embed && ctx.embedder) ctx.store.createCollectionSync(ctx.collection, ctx.embedder.dimension, "cosine");
+  if (embed && ctx.embedder)
+    await ctx.store.createCollection(ctx.collection, ctx.embedder.dimension, "cosine");
   // Sentence embeddings of embedding_semantic chunking count too, also when `embed` is false.
   const counted = ctx.embedder ?? ctx.chunkingEmbedder;
   const statsBefore = counted ? { ...counted.stats } : { hits: 0, misses: 0 };
@@ -317,7 +324,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     }
     for (const p of pending) {
       try {
-        commitUnit(ctx, p, hash, embed, summary);
+        await commitUnit(ctx, p, hash, embed, summary);
       } catch (error) {
         // The transaction rolled back: the source keeps its previous chunks, if any.
         summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
@@ -376,39 +383,80 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   return summary;
 }
 
-/** Deletes every document of a source (chunks, postings, vectors) in one transaction; true if any existed. */
-function removeSource(ctx: IngestContext, path: string): boolean {
+/**
+ * Deletes every document of a source (chunks, postings, vectors) in one transaction;
+ * true if any existed. A server store's vectors are deleted after the commit.
+ */
+async function removeSource(ctx: IngestContext, path: string): Promise<boolean> {
   const docs = ctx.catalog.documentsByPath(ctx.config.name, path);
   if (docs.length === 0) return false;
+  const stale: string[] = [];
   ctx.catalog.db
     .transaction(() => {
-      for (const doc of docs) deleteDocument(ctx, doc.id);
+      for (const doc of docs) stale.push(...deleteDocument(ctx, doc.id));
     })
     .immediate();
+  await deleteStaleVectors(ctx, stale);
   return true;
 }
 
-/** Deletes one document's vectors, postings and rows. Call inside a transaction. */
-function deleteDocument(ctx: IngestContext, documentId: number): void {
+/**
+ * Deletes one document's postings and rows, and its vectors when the store is the
+ * embedded one. Call inside a transaction. Returns the chunk ids whose vectors a
+ * server store still holds (delete them after the commit).
+ */
+function deleteDocument(ctx: IngestContext, documentId: number): string[] {
   const ids = ctx.catalog.chunkIds(documentId).map(String);
-  if (ids.length > 0) ctx.store.deleteSync(ctx.collection, ids);
   ctx.bm25.removeDocument(documentId);
   ctx.catalog.deleteDocument(documentId);
+  if (ctx.store instanceof SqliteVectorStore) {
+    if (ids.length > 0) ctx.store.deleteSync(ctx.collection, ids);
+    return [];
+  }
+  return ids;
 }
 
-/** Replaces a unit's documents, chunks, postings and vectors in one transaction. */
-function commitUnit(
+/**
+ * Deletes vectors of chunks the catalog no longer has from a server store. A
+ * failure leaves orphan vectors, which search ignores (their ids are not chunks
+ * of the KB), so it is not an ingest error.
+ */
+async function deleteStaleVectors(ctx: IngestContext, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  try {
+    if (await ctx.store.info(ctx.collection)) await ctx.store.delete(ctx.collection, ids);
+  } catch {
+    // Orphans are harmless; see above.
+  }
+}
+
+/**
+ * Replaces a unit's documents, chunks, postings and vectors.
+ *
+ * With the embedded store everything is one SQLite transaction. With a server
+ * store, the catalog transaction commits first with the new documents marked as
+ * not embedded, then their vectors are written, then the documents are marked
+ * embedded; old vectors are deleted last. If the vector write fails, the source
+ * is searchable by keyword only and is embedded again by the next ingest (which
+ * sees it as not embedded); the error is reported for the source.
+ */
+async function commitUnit(
   ctx: IngestContext,
   prepared: PreparedUnit,
   hash: string,
   embed: boolean,
   summary: IngestSummary,
-): void {
+): Promise<void> {
   const { catalog, bm25, store, collection, config } = ctx;
   const kb = config.name;
+  const inTransaction = store instanceof SqliteVectorStore ? store : undefined;
+  const stale: string[] = [];
+  const records: VectorRecord[] = [];
+  const documentIds: number[] = [];
   catalog.db
     .transaction(() => {
-      for (const old of catalog.documentsByPath(kb, prepared.unit.path)) deleteDocument(ctx, old.id);
+      for (const old of catalog.documentsByPath(kb, prepared.unit.path))
+        stale.push(...deleteDocument(ctx, old.id));
       let v = 0;
       for (const { doc, chunks } of prepared.docs) {
         if (chunks.length === 0) continue;
@@ -420,29 +468,63 @@ function commitUnit(
           title: doc.metadata.title,
           contentHash: prepared.unit.contentHash,
           pipelineHash: hash,
-          embedded: embed,
+          embedded: embed && inTransaction !== undefined,
           metadata: doc.metadata,
           text: doc.text,
           chunkCount: chunks.length,
         });
-        const records = [];
+        documentIds.push(documentId);
+        const docRecords: VectorRecord[] = [];
         for (const chunk of chunks) {
           const chunkId = catalog.insertChunk(kb, documentId, chunk, 0);
-          catalog.setTokenCount(chunkId, bm25.indexChunk(kb, chunkId, chunk.text, config.retrieval.analyzer));
+          const lengths = bm25.indexChunk(
+            kb,
+            chunkId,
+            chunk.text,
+            config.retrieval.analyzer,
+            doc.metadata.title,
+          );
+          catalog.setTokenCount(chunkId, lengths.body, lengths.title);
           const vector = prepared.vectors?.[v++];
-          if (vector)
-            records.push({ id: String(chunkId), vector, payload: { documentId, type: doc.metadata.type } });
+          if (vector) {
+            docRecords.push({
+              id: String(chunkId),
+              vector,
+              payload: { documentId, chunkIndex: chunk.chunkIndex, type: doc.metadata.type },
+            });
+          }
         }
-        if (records.length > 0) store.addBatchSync(collection, records);
+        if (inTransaction && docRecords.length > 0) inTransaction.addBatchSync(collection, docRecords);
+        else records.push(...docRecords);
       }
     })
     .immediate();
-  // Counted only once the transaction has committed.
+  // Counted once the catalog transaction has committed.
   const written = prepared.docs.filter((d) => d.chunks.length > 0);
   summary.documents += written.length;
   summary.chunks += written.reduce((n, d) => n + d.chunks.length, 0);
   if (prepared.replaces) summary.updated++;
   else summary.added++;
+  if (!inTransaction) {
+    try {
+      if (records.length > 0) await store.addBatch(collection, records);
+      if (embed)
+        catalog.db
+          .transaction(() => {
+            for (const id of documentIds) catalog.markEmbedded(id);
+          })
+          .immediate();
+    } catch (error) {
+      summary.errors.push({
+        path: prepared.unit.path,
+        reason:
+          `vectors not stored in ${store.kind}: ${errorReason(error)}; ` +
+          "the source is searchable by keyword and is embedded again by the next ingest",
+      });
+    } finally {
+      await deleteStaleVectors(ctx, stale);
+    }
+  }
 }
 
 function errorReason(error: unknown): string {

@@ -15,6 +15,15 @@ export interface Bm25Params {
   b: number;
   /** Analyzer used at index time; queries must use the same one. Default `english`. */
   analyzer?: Analyzer;
+  /**
+   * Weight of the title field (the document's title, indexed as a separate BM25
+   * field for each of its chunks) added to the body score:
+   * `score = BM25(body) + titleWeight × BM25(title)`, each field with its own length
+   * normalisation and document frequencies, as in BM25F-style multi-field ranking
+   * (Robertson, Zaragoza & Taylor 2004, "Simple BM25 extension to multiple weighted
+   * fields"). 0 turns the title field off. Default 0.3.
+   */
+  titleWeight?: number;
 }
 
 /** The default BM25 parameters: k1 = 1.2, b = 0.75 (Lucene's and Elasticsearch's defaults). */
@@ -22,7 +31,22 @@ export const DEFAULT_BM25_PARAMS: Readonly<Required<Bm25Params>> = Object.freeze
   k1: 1.2,
   b: 0.75,
   analyzer: "english",
+  titleWeight: 0.3,
 });
+
+/**
+ * Prefix of title-field terms in the postings table. The tokenizer never emits
+ * control characters, so a title term can never collide with a body term.
+ */
+export const TITLE_FIELD_PREFIX = "\u001ft:";
+
+/** Token counts of a chunk's two BM25 fields. */
+export interface FieldLengths {
+  /** Body length in tokens (`chunks.token_count`). */
+  body: number;
+  /** Title length in tokens (`chunks.title_token_count`); 0 without a title. */
+  title: number;
+}
 
 /** A keyword hit: chunk row id and its BM25 score (unbounded, ≥ 0). */
 export interface Bm25Hit {
@@ -71,9 +95,12 @@ export function bm25TermScore(
 /**
  * Corpus-level BM25 over the chunks of one knowledge base, with postings
  * persisted in SQLite (`postings(kb, term, chunk_id, tf)`; chunk lengths in
- * `chunks.token_count`). Statistics (N, average length, document frequency) are
- * read from the index at query time, so they always reflect the whole corpus.
- * Scoring is {@link bm25TermScore} with {@link bm25Idf}, summed over query terms.
+ * `chunks.token_count` and `chunks.title_token_count`). Two fields: the chunk's
+ * text and its document's title (terms prefixed with {@link TITLE_FIELD_PREFIX}).
+ * Statistics (N, average lengths, document frequencies) are read from the index
+ * at query time, so they always reflect the whole corpus. Scoring is
+ * {@link bm25TermScore} with {@link bm25Idf}, summed over query terms, plus the
+ * title field's score times {@link Bm25Params.titleWeight}.
  */
 export class Bm25Index {
   private readonly insert;
@@ -87,14 +114,26 @@ export class Bm25Index {
   }
 
   /**
-   * Tokenises `text` and writes its postings. Call inside the transaction that
-   * inserts the chunk row. Returns the chunk length in tokens (store it in
-   * `chunks.token_count`); an empty chunk has length 0 and no postings.
+   * Tokenises `text` (and the document's `title`, as the title field) and writes
+   * their postings. Call inside the transaction that inserts the chunk row.
+   * Returns both field lengths in tokens (store them in `chunks.token_count` and
+   * `chunks.title_token_count`); an empty field has length 0 and no postings.
    */
-  indexChunk(kb: string, chunkId: number, text: string, analyzer: Analyzer = "english"): number {
-    const tokens = tokenize(text, analyzerOptions(analyzer));
+  indexChunk(
+    kb: string,
+    chunkId: number,
+    text: string,
+    analyzer: Analyzer = "english",
+    title = "",
+  ): FieldLengths {
+    const options = analyzerOptions(analyzer);
+    const tokens = tokenize(text, options);
     for (const [term, tf] of termFrequencies(tokens)) this.insert.run(kb, term, chunkId, tf);
-    return tokens.length;
+    const titleTokens = title ? tokenize(title, options) : [];
+    for (const [term, tf] of termFrequencies(titleTokens)) {
+      this.insert.run(kb, TITLE_FIELD_PREFIX + term, chunkId, tf);
+    }
+    return { body: tokens.length, title: titleTokens.length };
   }
 
   /** Removes the postings of every chunk of a document (before its chunks are deleted). */
@@ -113,21 +152,40 @@ export class Bm25Index {
     const queryTerms = termFrequencies(tokenize(query, analyzerOptions(params.analyzer ?? "english")));
     if (queryTerms.size === 0 || !(topK > 0)) return [];
     const stats = this.db
-      .prepare("SELECT count(*) AS n, coalesce(avg(token_count), 0) AS avgdl FROM chunks WHERE kb = ?")
-      .get(kb) as { n: number; avgdl: number };
+      .prepare(
+        `SELECT count(*) AS n, coalesce(avg(token_count), 0) AS avgdl,
+                coalesce(avg(title_token_count), 0) AS avgtl FROM chunks WHERE kb = ?`,
+      )
+      .get(kb) as { n: number; avgdl: number; avgtl: number };
     if (stats.n === 0) return [];
-    const postings = this.db.prepare(
+    const body = this.db.prepare(
       `SELECT p.chunk_id AS id, p.tf AS tf, c.token_count AS len FROM postings p
        JOIN chunks c ON c.id = p.chunk_id WHERE p.kb = ? AND p.term = ?`,
     );
+    const titles = this.db.prepare(
+      `SELECT p.chunk_id AS id, p.tf AS tf, c.title_token_count AS len FROM postings p
+       JOIN chunks c ON c.id = p.chunk_id WHERE p.kb = ? AND p.term = ?`,
+    );
+    const titleWeight = params.titleWeight ?? DEFAULT_BM25_PARAMS.titleWeight;
     const scores = new Map<number, number>();
-    for (const [term, qtf] of queryTerms) {
-      const rows = postings.all(kb, term) as { id: number; tf: number; len: number }[];
-      if (rows.length === 0) continue;
+    const add = (
+      rows: { id: number; tf: number; len: number }[],
+      avg: number,
+      weight: number,
+      qtf: number,
+    ) => {
+      if (rows.length === 0) return;
       const idf = bm25Idf(stats.n, rows.length);
       for (const row of rows) {
-        const s = qtf * bm25TermScore(row.tf, row.len, stats.avgdl, idf, params);
+        const s = weight * qtf * bm25TermScore(row.tf, row.len, avg, idf, params);
         scores.set(row.id, (scores.get(row.id) ?? 0) + s);
+      }
+    };
+    for (const [term, qtf] of queryTerms) {
+      add(body.all(kb, term) as { id: number; tf: number; len: number }[], stats.avgdl, 1, qtf);
+      if (titleWeight > 0) {
+        const rows = titles.all(kb, TITLE_FIELD_PREFIX + term) as { id: number; tf: number; len: number }[];
+        add(rows, stats.avgtl, titleWeight, qtf);
       }
     }
     return [...scores]

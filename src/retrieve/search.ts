@@ -19,7 +19,7 @@
  */
 import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
 import type { Catalog, KbRecord, StoredChunk } from "../store/catalog.js";
-import type { SqliteVectorStore } from "../store/sqlite-vector-store.js";
+import type { VectorStore } from "../store/contract.js";
 import { type Attribution, attribute, formatCitation } from "./attribution.js";
 import type { Bm25Index } from "./bm25.js";
 import { removeNearDuplicates } from "./dedupe.js";
@@ -44,7 +44,8 @@ export type QueryExpander = (query: string, max: number) => Promise<string[]>;
 /** What the pipeline needs from the knowledge layer. */
 export interface RetrievalDeps {
   catalog: Catalog;
-  store: SqliteVectorStore;
+  /** The connected vector store of a KB (its `vectorStore` config). */
+  store(config: KnowledgeBaseConfig): Promise<VectorStore>;
   bm25: Bm25Index;
   /** Query vector of `text` with the KB's embedder (cached by the caller). */
   embedQuery(config: KnowledgeBaseConfig, text: string): Promise<Float32Array>;
@@ -53,7 +54,7 @@ export interface RetrievalDeps {
   /** The KB's LLM query expander, or undefined (pseudo-relevance feedback is used). */
   expander?(config: KnowledgeBaseConfig): QueryExpander | undefined;
   /** Vector collection of a KB. */
-  collection(kb: string): string;
+  collection(config: KnowledgeBaseConfig): string;
 }
 
 /** Per-KB overrides of a multi-KB search (an agent's attachment config). */
@@ -178,15 +179,23 @@ async function candidatesFor(
   const lists: { ids: string[]; weight: number; scores: number[] }[] = [];
   let exhausted = true;
   if (USES_VECTORS.has(mode)) {
-    const collection = deps.collection(kb.name);
-    if (await deps.store.info(collection)) {
+    const collection = deps.collection(kb.config);
+    const store = await deps.store(kb.config);
+    if (await store.info(collection)) {
       const vector = await deps.embedQuery(kb.config, text);
       const want = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
-      const hits = deps.store.searchSync(collection, vector, {
+      const found = await store.search(collection, vector, {
         topK: want,
         scoreThreshold: r.vectorMinScore,
       });
-      if (hits.length === want) exhausted = false;
+      if (found.length === want) exhausted = false;
+      // A server-side store may hold vectors of chunks the catalog no longer has (a write
+      // interrupted between the two): only the KB's current chunks count.
+      const known = deps.catalog.knownChunkIds(
+        kb.name,
+        found.map((h) => Number(h.id)),
+      );
+      const hits = found.filter((h) => known.has(Number(h.id)));
       hits.forEach((h, i) => {
         const c = get(Number(h.id));
         c.vector = h.score;
@@ -201,7 +210,12 @@ async function candidatesFor(
   }
   if (USES_BM25.has(mode)) {
     const want = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
-    const hits = deps.bm25.search(kb.name, text, want, { k1: r.bm25K1, b: r.bm25B, analyzer: r.analyzer });
+    const hits = deps.bm25.search(kb.name, text, want, {
+      k1: r.bm25K1,
+      b: r.bm25B,
+      analyzer: r.analyzer,
+      titleWeight: r.bm25TitleWeight,
+    });
     if (hits.length === want) exhausted = false;
     hits.forEach((h, i) => {
       const c = get(h.chunkId);

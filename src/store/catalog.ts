@@ -95,6 +95,54 @@ export class Catalog {
     return { name: config.name, config, createdAt };
   }
 
+  /** Replaces a knowledge base's configuration. @throws ConfigError if the config is invalid. */
+  updateKbConfig(config: KnowledgeBaseConfig): void {
+    validateKbConfig(config);
+    this.db.prepare("UPDATE kbs SET config = ? WHERE name = ?").run(JSON.stringify(config), config.name);
+  }
+
+  /**
+   * Chunks of a KB's embedded documents (the ones that have vectors), by id, as
+   * `{ id, text, documentId, chunkIndex, type }`, `limit` at a time after id `afterId`.
+   */
+  embeddedChunks(
+    kb: string,
+    afterId: number,
+    limit: number,
+  ): { id: number; text: string; documentId: number; chunkIndex: number; type: string }[] {
+    return this.db
+      .prepare(
+        `SELECT c.id, c.text, c.document_id AS documentId, c.chunk_index AS chunkIndex, d.type
+         FROM chunks c JOIN documents d ON d.id = c.document_id
+         WHERE c.kb = ? AND d.embedded = 1 AND c.id > ? ORDER BY c.id LIMIT ?`,
+      )
+      .all(kb, afterId, limit) as {
+      id: number;
+      text: string;
+      documentId: number;
+      chunkIndex: number;
+      type: string;
+    }[];
+  }
+
+  /** Number of chunks of a KB's embedded documents. */
+  embeddedChunkCount(kb: string): number {
+    return (
+      this.db
+        .prepare(
+          "SELECT count(*) AS n FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.kb = ? AND d.embedded = 1",
+        )
+        .get(kb) as { n: number }
+    ).n;
+  }
+
+  /** Re-labels a KB's documents processed with pipeline hash `from` as processed with `to`. */
+  relabelPipeline(kb: string, from: string, to: string): void {
+    this.db
+      .prepare("UPDATE documents SET pipeline_hash = ? WHERE kb = ? AND pipeline_hash = ?")
+      .run(to, kb, from);
+  }
+
   /**
    * Deletes a knowledge base's catalog rows: postings, chunks, documents and the
    * KB itself. Call inside a transaction together with dropping its vectors.
@@ -277,9 +325,19 @@ export class Catalog {
     return Number(result.lastInsertRowid);
   }
 
-  /** Sets the token count of a chunk (after BM25 indexing). */
-  setTokenCount(chunkId: number, tokenCount: number): void {
-    this.db.prepare("UPDATE chunks SET token_count = ? WHERE id = ?").run(tokenCount, chunkId);
+  /** The subset of `ids` that are chunks of knowledge base `kb`. */
+  knownChunkIds(kb: string, ids: readonly number[]): Set<number> {
+    const out = new Set<number>();
+    const stmt = this.db.prepare("SELECT 1 FROM chunks WHERE id = ? AND kb = ?").pluck();
+    for (const id of ids) if (Number.isInteger(id) && stmt.get(id, kb) !== undefined) out.add(id);
+    return out;
+  }
+
+  /** Sets the BM25 field lengths of a chunk in tokens (after BM25 indexing). */
+  setTokenCount(chunkId: number, tokenCount: number, titleTokenCount = 0): void {
+    this.db
+      .prepare("UPDATE chunks SET token_count = ?, title_token_count = ? WHERE id = ?")
+      .run(tokenCount, titleTokenCount, chunkId);
   }
 
   /** Marks a document as embedded. */

@@ -1,29 +1,45 @@
 /**
- * The vector-store seam. The embedded default (SQLite + sqlite-vec) implements it
- * now; PostgreSQL+pgvector, Qdrant and Pinecone implement the same contract.
+ * The vector-store seam. Every backend (the embedded SQLite default, PostgreSQL +
+ * pgvector, Qdrant, Pinecone, Chroma) implements this contract and runs the shared
+ * conformance suite in `test/conformance/vector-store.ts`.
  *
  * Each knowledge base owns one collection, so knowledge bases never see each
- * other's vectors. Scores are cosine similarities in [-1, 1] (higher is closer).
+ * other's vectors. Scores are similarities where higher is closer, whatever the
+ * metric (see {@link Metric}).
  */
 
-/** Distance metric of a collection. */
-export type Metric = "cosine";
+/**
+ * Distance metric of a collection, fixed when it is created.
+ * - `cosine`: score = cosine similarity in [-1, 1].
+ * - `dot`: score = inner product (equal to cosine for L2-normalised vectors).
+ * - `euclidean`: score = −(L2 distance), so 0 is an exact match and larger is closer.
+ */
+export type Metric = "cosine" | "euclidean" | "dot";
+
+/** The metrics every store supports. */
+export const METRICS: readonly Metric[] = ["cosine", "euclidean", "dot"];
+
+/** A payload value: flat, so every backend can store and filter on it. */
+export type PayloadValue = string | number | boolean;
+
+/** A record's payload, e.g. `{ text: "…", documentId: 12, chunkIndex: 0 }`. */
+export type Payload = Record<string, PayloadValue>;
 
 /** One stored vector with its payload. */
 export interface VectorRecord {
-  /** Unique id within the collection (the chunk id). */
+  /** Unique id within the collection (the chunk id). Any non-empty string. */
   id: string;
   vector: Float32Array;
-  /** Flat filterable payload, e.g. `{ documentId: "…", type: "pdf" }`. */
-  payload: Record<string, string | number>;
+  /** Flat filterable payload. */
+  payload: Payload;
 }
 
 /** A search hit. */
 export interface VectorHit {
   id: string;
-  /** Cosine similarity in [-1, 1]. */
+  /** Similarity under the collection's metric; higher is closer (see {@link Metric}). */
   score: number;
-  payload: Record<string, string | number>;
+  payload: Payload;
 }
 
 /** Options for {@link VectorStore.search}. */
@@ -31,7 +47,7 @@ export interface VectorSearchOptions {
   /** Number of hits to return. */
   topK: number;
   /** Equality filters on payload fields; all must match. */
-  filter?: Record<string, string | number>;
+  filter?: Payload;
   /** Hits with a score below this are dropped (0 means 0). */
   scoreThreshold?: number;
 }
@@ -41,26 +57,38 @@ export interface CollectionInfo {
   name: string;
   dimension: number;
   metric: Metric;
+  /** Number of records. */
   count: number;
 }
 
+/**
+ * A vector store. Implementations batch writes themselves (at most 100 records per
+ * request to a server) and throw `KnowledgeLayerError`s that name the collection
+ * and, for a bad record, the record id.
+ */
 export interface VectorStore {
-  /** Opens connections; idempotent. */
+  /** Backend name for messages and reports, e.g. `sqlite`, `pgvector`, `qdrant`. */
+  readonly kind: string;
+  /** Opens connections; idempotent. @throws when the server cannot be reached. */
   connect(): Promise<void>;
   /** Releases connections. */
   close(): Promise<void>;
   /** Creates the collection if absent. @throws if it exists with another dimension or metric. */
   createCollection(name: string, dimension: number, metric: Metric): Promise<void>;
-  /** Inserts or replaces records. @throws if a vector has the wrong dimension. */
+  /** Removes a collection and all its records; a missing collection is not an error. */
+  dropCollection(name: string): Promise<void>;
+  /** Inserts or replaces records (re-adding an id replaces it). @throws if a vector has the wrong dimension; nothing of that batch call is written. */
   addBatch(collection: string, records: VectorRecord[]): Promise<void>;
-  /** Nearest neighbours of `vector`, best first. */
+  /** Nearest neighbours of `vector`, best first (ties by id). @throws for a missing collection or wrong dimension. */
   search(collection: string, vector: Float32Array, options: VectorSearchOptions): Promise<VectorHit[]>;
-  /** Deletes records by id. */
+  /** The stored records with these ids, in the order given; ids not stored are left out. */
+  get(collection: string, ids: string[]): Promise<VectorRecord[]>;
+  /** Deletes records by id; unknown ids are ignored. */
   delete(collection: string, ids: string[]): Promise<void>;
-  /** Replaces the payload and/or vector of existing records. */
+  /** Replaces the payload and vector of existing records. @throws naming the id when one does not exist. */
   update(collection: string, records: VectorRecord[]): Promise<void>;
   /** Describes a collection, or `undefined` if it does not exist. */
   info(collection: string): Promise<CollectionInfo | undefined>;
-  /** True when the store answers. */
+  /** True when the store answers. Never throws. */
   health(): Promise<boolean>;
 }

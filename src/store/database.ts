@@ -8,7 +8,7 @@ import { KnowledgeLayerError } from "../errors.js";
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** File name of the embedded database inside the data directory. */
 export const DB_FILE = "kl.db";
@@ -60,7 +60,8 @@ CREATE TABLE IF NOT EXISTS chunks (
   text TEXT NOT NULL,
   context_prefix TEXT,
   metadata TEXT NOT NULL,
-  token_count INTEGER NOT NULL
+  token_count INTEGER NOT NULL,
+  title_token_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id);
 CREATE INDEX IF NOT EXISTS chunks_kb ON chunks (kb, token_count);
@@ -131,8 +132,27 @@ export function openDatabase(dataDir: string): Db {
     throw new KnowledgeLayerError(
       `${file} was written by a newer knowledge-layer (schema ${version.value} > ${SCHEMA_VERSION}); upgrade kl`,
     );
+  } else if (Number(version.value) < SCHEMA_VERSION) {
+    migrate(db, Number(version.value));
   }
   return db;
+}
+
+/**
+ * Brings a database written by an older schema up to {@link SCHEMA_VERSION}, in one
+ * transaction. Schema 1 → 2: `chunks.title_token_count` (BM25 title field; chunks
+ * ingested before it have no title postings until they are re-ingested).
+ */
+function migrate(db: Db, from: number): void {
+  db.transaction(() => {
+    if (from < 2) {
+      const columns = db.prepare("PRAGMA table_info(chunks)").all() as { name: string }[];
+      if (!columns.some((c) => c.name === "title_token_count")) {
+        db.exec("ALTER TABLE chunks ADD COLUMN title_token_count INTEGER NOT NULL DEFAULT 0");
+      }
+    }
+    db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
+  })();
 }
 
 /** Stores a Float32Array as a little-endian BLOB (the layout sqlite-vec reads). */

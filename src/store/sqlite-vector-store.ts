@@ -1,25 +1,29 @@
 import { KnowledgeLayerError } from "../errors.js";
-import type {
-  CollectionInfo,
-  Metric,
-  VectorHit,
-  VectorRecord,
-  VectorSearchOptions,
-  VectorStore,
+import {
+  type CollectionInfo,
+  METRICS,
+  type Metric,
+  type VectorHit,
+  type VectorRecord,
+  type VectorSearchOptions,
+  type VectorStore,
 } from "./contract.js";
-import { type Db, vectorToBlob } from "./database.js";
+import { blobToVector, type Db, vectorToBlob } from "./database.js";
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * The embedded default vector store: vectors as BLOBs in the project's SQLite
- * file, searched with sqlite-vec's `vec_distance_cosine` (exact, brute-force
- * k-nearest-neighbour search; cosine similarity = 1 − cosine distance).
+ * file, searched exactly (brute-force k-nearest-neighbour search) with sqlite-vec's
+ * distance functions: cosine similarity = 1 − `vec_distance_cosine`, euclidean
+ * score = −`vec_distance_l2`, dot product = (|q|² + |v|² − l2²) / 2.
  *
  * It shares the connection of the catalog, so a caller may wrap store writes and
  * catalog writes in one SQLite transaction. The async methods run synchronously.
  */
 export class SqliteVectorStore implements VectorStore {
+  readonly kind = "sqlite";
+
   constructor(private readonly db: Db) {}
 
   async connect(): Promise<void> {}
@@ -35,6 +39,11 @@ export class SqliteVectorStore implements VectorStore {
     if (!Number.isInteger(dimension) || dimension <= 0) {
       throw new KnowledgeLayerError(
         `collection "${name}": dimension must be a positive integer (got ${dimension})`,
+      );
+    }
+    if (!METRICS.includes(metric)) {
+      throw new KnowledgeLayerError(
+        `collection "${name}": unknown metric "${metric}" (use ${METRICS.join(", ")})`,
       );
     }
     const existing = this.collection(name);
@@ -83,29 +92,61 @@ export class SqliteVectorStore implements VectorStore {
         `query vector has dimension ${vector.length}, collection "${collection}" expects ${info.dimension}`,
       );
     }
-    const params: unknown[] = [vectorToBlob(vector), collection];
+    const blob = vectorToBlob(vector);
+    let scoreSql: string;
+    const params: unknown[] = [];
+    if (info.metric === "cosine") {
+      scoreSql = "1 - vec_distance_cosine(vector, ?)";
+      params.push(blob);
+    } else if (info.metric === "euclidean") {
+      scoreSql = "-vec_distance_l2(vector, ?)";
+      params.push(blob);
+    } else {
+      let qq = 0;
+      for (const x of vector) qq += x * x;
+      scoreSql =
+        "(? + vec_distance_l2(vector, ?) * vec_distance_l2(vector, ?) - vec_distance_l2(vector, ?) * vec_distance_l2(vector, ?)) / 2";
+      const zero = vectorToBlob(new Float32Array(info.dimension));
+      params.push(qq, zero, zero, blob, blob);
+    }
+    params.push(collection);
     let where = "collection = ?";
     for (const [key, value] of Object.entries(options.filter ?? {})) {
       if (!FIELD.test(key)) throw new KnowledgeLayerError(`invalid filter field name "${key}"`);
       where += ` AND json_extract(payload, '$.${key}') = ?`;
-      params.push(value);
+      params.push(typeof value === "boolean" ? Number(value) : value);
     }
     params.push(Math.max(0, Math.floor(options.topK)));
     const rows = this.db
       .prepare(
-        `SELECT id, payload, vec_distance_cosine(vector, ?) AS distance FROM vec_records
+        `SELECT id, payload, ${scoreSql} AS score FROM vec_records
          WHERE ${where}
-         ORDER BY distance ASC, id ASC LIMIT ?`,
+         ORDER BY score DESC, id ASC LIMIT ?`,
       )
-      .all(...params) as { id: string; payload: string; distance: number }[];
+      .all(...params) as { id: string; payload: string; score: number }[];
     const threshold = options.scoreThreshold;
     const hits: VectorHit[] = [];
     for (const row of rows) {
-      const score = 1 - row.distance;
+      const score = row.score;
       if (threshold !== undefined && score < threshold) continue;
       hits.push({ id: row.id, score, payload: JSON.parse(row.payload) });
     }
     return hits;
+  }
+
+  async get(collection: string, ids: string[]): Promise<VectorRecord[]> {
+    this.requireCollection(collection);
+    const one = this.db.prepare("SELECT vector, payload FROM vec_records WHERE collection = ? AND id = ?");
+    const out: VectorRecord[] = [];
+    for (const id of ids) {
+      const row = one.get(collection, id) as { vector: Buffer; payload: string } | undefined;
+      if (row) out.push({ id, vector: blobToVector(row.vector), payload: JSON.parse(row.payload) });
+    }
+    return out;
+  }
+
+  async dropCollection(name: string): Promise<void> {
+    this.dropCollectionSync(name);
   }
 
   async delete(collection: string, ids: string[]): Promise<void> {

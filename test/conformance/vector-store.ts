@@ -11,8 +11,9 @@ const v = (...xs: number[]): Float32Array => {
 };
 
 /**
- * The vector-store contract, run against every implementation
- * (embedded SQLite now; pgvector, Qdrant and Pinecone later).
+ * The vector-store contract, run against every implementation (embedded SQLite,
+ * pgvector, Qdrant, Pinecone, Chroma). Collection names are the ones knowledge
+ * bases use (`kb_<name>`-like identifiers); record ids are arbitrary strings.
  */
 export function vectorStoreConformance(name: string, factory: StoreFactory): void {
   describe(`vector store contract: ${name}`, () => {
@@ -99,6 +100,108 @@ export function vectorStoreConformance(name: string, factory: StoreFactory): voi
       hits = await store.search("c", v(0, 1), { topK: 1 });
       expect(hits).toEqual([]);
       await expect(store.search("missing", v(1, 0), { topK: 1 })).rejects.toThrow(/missing/);
+    });
+    it("round-trips payloads and vectors of many records written in batches", async () => {
+      await store.createCollection("kb_many", 4, "cosine");
+      const records = Array.from({ length: 250 }, (_, i) => ({
+        id: `chunk-${i}`,
+        vector: v(1, (i % 7) + 0.5, i / 250, 0.25),
+        payload: {
+          text: `chunk ${i}: naïve café — "quoted" \\ text`,
+          documentId: Math.floor(i / 10),
+          chunkIndex: i % 10,
+          sourceId: `docs/${Math.floor(i / 10)}.md`,
+          embedded: i % 2 === 0,
+        },
+      }));
+      await store.addBatch("kb_many", records);
+      expect((await store.info("kb_many"))?.count).toBe(250);
+      const got = await store.get("kb_many", ["chunk-249", "absent", "chunk-0", "chunk-137"]);
+      expect(got.map((r) => r.id)).toEqual(["chunk-249", "chunk-0", "chunk-137"]);
+      for (const record of got) {
+        const original = records[Number(record.id.slice(6))];
+        expect(record.payload).toEqual(original?.payload);
+        expect(record.vector).toHaveLength(4);
+        for (let j = 0; j < 4; j++)
+          expect(record.vector[j]).toBeCloseTo(original?.vector[j] ?? Number.NaN, 5);
+      }
+      const filtered = await store.search("kb_many", v(1, 1, 0, 0), {
+        topK: 100,
+        filter: { documentId: 3, embedded: true },
+      });
+      expect(filtered.map((h) => h.id).sort()).toEqual([
+        "chunk-30",
+        "chunk-32",
+        "chunk-34",
+        "chunk-36",
+        "chunk-38",
+      ]);
+      expect(
+        await store.search("kb_many", v(1, 1, 0, 0), { topK: 5, filter: { sourceId: "nowhere" } }),
+      ).toEqual([]);
+      const top = await store.search("kb_many", v(1, 1, 0, 0), { topK: 1000 });
+      expect(top).toHaveLength(250);
+      for (let i = 1; i < top.length; i++) {
+        expect(top[i - 1]?.score ?? 0).toBeGreaterThanOrEqual((top[i]?.score ?? 0) - 1e-6);
+      }
+    });
+
+    it("scores by the collection's metric: euclidean as negative distance, dot as inner product", async () => {
+      await store.createCollection("kb_euclid", 2, "euclidean");
+      await store.createCollection("kb_dot", 2, "dot");
+      await expect(store.createCollection("kb_euclid", 2, "cosine")).rejects.toThrow(/metric|cosine|euclid/i);
+      expect(await store.info("kb_dot")).toMatchObject({ dimension: 2, metric: "dot", count: 0 });
+      const raw = [
+        { id: "near", vector: Float32Array.from([1, 1]), payload: {} },
+        { id: "far", vector: Float32Array.from([4, 5]), payload: {} },
+        { id: "mid", vector: Float32Array.from([2, 1]), payload: {} },
+      ];
+      await store.addBatch("kb_euclid", raw);
+      await store.addBatch("kb_dot", raw);
+      const q = Float32Array.from([1, 0]);
+      const euclid = await store.search("kb_euclid", q, { topK: 3 });
+      expect(euclid.map((h) => h.id)).toEqual(["near", "mid", "far"]);
+      expect(euclid[0]?.score).toBeCloseTo(-1, 4);
+      expect(euclid[1]?.score).toBeCloseTo(-Math.SQRT2, 4);
+      expect(euclid[2]?.score).toBeCloseTo(-Math.sqrt(34), 4);
+      const dot = await store.search("kb_dot", q, { topK: 3 });
+      expect(dot.map((h) => h.id)).toEqual(["far", "mid", "near"]);
+      expect(dot.map((h) => h.score)).toEqual([
+        expect.closeTo(4, 4),
+        expect.closeTo(2, 4),
+        expect.closeTo(1, 4),
+      ]);
+      expect((await store.search("kb_dot", q, { topK: 3, scoreThreshold: 1.5 })).map((h) => h.id)).toEqual([
+        "far",
+        "mid",
+      ]);
+    });
+
+    it("drops collections, searches empty ones, and ignores unknown ids on delete", async () => {
+      await store.createCollection("kb_tmp", 2, "cosine");
+      expect(await store.search("kb_tmp", v(1, 0), { topK: 3 })).toEqual([]);
+      await store.addBatch("kb_tmp", [{ id: "a", vector: v(1, 0), payload: { k: "x" } }]);
+      await store.delete("kb_tmp", ["never-stored"]);
+      expect((await store.info("kb_tmp"))?.count).toBe(1);
+      await store.dropCollection("kb_tmp");
+      expect(await store.info("kb_tmp")).toBeUndefined();
+      await store.dropCollection("kb_tmp");
+      await store.createCollection("kb_tmp", 3, "cosine");
+      expect(await store.info("kb_tmp")).toMatchObject({ dimension: 3, count: 0 });
+    });
+
+    it("writes nothing of a batch holding a record of the wrong dimension", async () => {
+      await store.createCollection("kb_atomic", 2, "cosine");
+      await expect(
+        store.addBatch("kb_atomic", [
+          { id: "ok", vector: v(1, 0), payload: {} },
+          { id: "bad", vector: v(1, 0, 0), payload: {} },
+        ]),
+      ).rejects.toThrow(/bad.*dimension|dimension.*bad/);
+      expect((await store.info("kb_atomic"))?.count).toBe(0);
+      await expect(store.addBatch("missing", [{ id: "x", vector: v(1, 0), payload: {} }])).rejects.toThrow(
+        /missing/,
+      );
     });
   });
 }

@@ -1,0 +1,211 @@
+/**
+ * Knowledge bases on server vector stores, through the real ingest and search path:
+ * PostgreSQL + pgvector (a real server), Chroma (a real server) and Qdrant (a local
+ * server speaking its REST API). Also `migrateKb` between stores (verified,
+ * resumable) and ingest when the store fails. Embeddings come from the bundled model.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { VectorStoreConfig } from "../src/config.js";
+import { KnowledgeLayer } from "../src/knowledge-layer.js";
+import { collectionOf } from "../src/store/index.js";
+import type { ExtractedDocument } from "../src/types.js";
+import { type ChromaServer, startChromaServer } from "./chroma-server.js";
+import { type FakePinecone, startFakePinecone } from "./fakes/pinecone-server.js";
+import { type FakeQdrant, startFakeQdrant } from "./fakes/qdrant-server.js";
+import { tempDir } from "./helpers.js";
+import {
+  findPostgres,
+  type PostgresServer,
+  postgresMissingReason,
+  startPostgresServer,
+} from "./postgres-server.js";
+
+const TOPICS = [
+  "The heron waits motionless in shallow water before striking at a fish.",
+  "Sourdough bread rises slowly because wild yeast ferments the dough overnight.",
+  "A suspension bridge hangs its deck from cables draped over tall towers.",
+  "Photosynthesis turns sunlight, water and carbon dioxide into sugar and oxygen.",
+  "The violin has four strings tuned in fifths and is played with a bow.",
+  "Glaciers carve U-shaped valleys as they grind slowly downhill.",
+  "Compound interest grows savings because interest is earned on interest.",
+  "A lighthouse warns ships of rocks with a rotating beam of light.",
+];
+
+/** 8 topical documents plus `fillers` short distinct ones (to make several write rounds). */
+function corpus(fillers = 0): ExtractedDocument[] {
+  const docs: ExtractedDocument[] = TOPICS.map((text, i) => ({
+    uri: `mem:topic-${i}`,
+    text,
+    metadata: { path: `mem:topic-${i}`, type: "text", title: `topic ${i}` },
+  }));
+  for (let i = 0; i < fillers; i++) {
+    docs.push({
+      uri: `mem:filler-${i}`,
+      text: `Filler note number ${i} about item ${i * 7} in drawer ${i % 13}.`,
+      metadata: { path: `mem:filler-${i}`, type: "text" },
+    });
+  }
+  return docs;
+}
+
+const QUERIES = [
+  "bird standing in water",
+  "bread dough yeast",
+  "how do bridges hold their deck",
+  "music strings",
+];
+
+async function topUris(kl: KnowledgeLayer, kb: string): Promise<string[][]> {
+  const out: string[][] = [];
+  for (const q of QUERIES) {
+    const r = await kl.search(q, { kbs: [kb], mode: "vector_only", topK: 3 });
+    out.push(r.results.map((x) => x.source.uri));
+  }
+  return out;
+}
+
+const pgInstall = findPostgres();
+if (!pgInstall && process.env.CI) {
+  describe("knowledge bases on PostgreSQL", () => {
+    it("needs PostgreSQL and pgvector under CI", () => {
+      throw new Error(`PostgreSQL + pgvector are required under CI: ${postgresMissingReason()}`);
+    });
+  });
+}
+
+describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
+  let pgServer: PostgresServer;
+  let chroma: ChromaServer;
+  let qdrant: FakeQdrant;
+  let pinecone: FakePinecone;
+  let kl: KnowledgeLayer;
+  let tmp: ReturnType<typeof tempDir>;
+  let baseline: string[][];
+  const stores: Record<string, () => VectorStoreConfig> = {};
+
+  beforeAll(async () => {
+    [pgServer, chroma, qdrant, pinecone] = await Promise.all([
+      startPostgresServer({ install: pgInstall }),
+      startChromaServer(),
+      startFakeQdrant(),
+      startFakePinecone({ apiKey: "pc-test", indexes: [{ name: "kl", dimension: 512, metric: "cosine" }] }),
+    ]);
+    stores.pinecone = () => ({ type: "pinecone", index: "kl", apiKey: "pc-test", url: pinecone.controllerUrl });
+    stores.pgvector = () => ({ type: "pgvector", url: pgServer.url, schema: "kl_test" });
+    stores.chroma = () => ({ type: "chroma", url: chroma.url });
+    stores.qdrant = () => ({ type: "qdrant", url: qdrant.url });
+    tmp = tempDir();
+    kl = KnowledgeLayer.open({ dataDir: tmp.dir, cache: { type: "none" } });
+    kl.createKb("embedded");
+    await kl.ingestDocuments(corpus(), { kb: "embedded" });
+    baseline = await topUris(kl, "embedded");
+  }, 120_000);
+
+  afterAll(async () => {
+    await kl?.close();
+    await Promise.allSettled([pgServer?.stop(), chroma?.stop(), qdrant?.close(), pinecone?.close()]);
+    tmp?.cleanup();
+  });
+
+  for (const name of ["pgvector", "chroma", "qdrant", "pinecone"]) {
+    it(`${name}: ingest, search like the embedded store, re-ingest without stale vectors, delete`, async () => {
+      const config = (stores[name] as () => VectorStoreConfig)();
+      const kb = `on-${name}`;
+      kl.createKb(kb, { vectorStore: config });
+      const summary = await kl.ingestDocuments(corpus(), { kb });
+      expect(summary.errors).toEqual([]);
+      const store = await kl.vectorStore(kl.getKb(kb).config);
+      expect(store.kind).toBe(name);
+      const collection = collectionOf(kl.getKb(kb).config);
+      expect((await store.info(collection))?.count).toBe(kl.counts(kb).chunks);
+      expect(kl.counts(kb).embeddedDocuments).toBe(TOPICS.length);
+      expect(await topUris(kl, kb)).toEqual(baseline);
+
+      // A changed document replaces its vector; the old one leaves the store.
+      const changed = corpus();
+      (changed[0] as ExtractedDocument).text = "Kingfishers dive from a perch to catch small fish in rivers.";
+      const again = await kl.ingestDocuments(changed, { kb });
+      expect(again.updated).toBe(1);
+      expect((await store.info(collection))?.count).toBe(kl.counts(kb).chunks);
+      const hit = await kl.search("kingfisher diving for fish", { kbs: [kb], mode: "vector_only", topK: 1 });
+      expect(hit.results[0]?.text).toContain("Kingfishers");
+
+      await kl.deleteKb(kb);
+      expect(await store.info(collection)).toBeUndefined();
+    }, 60_000);
+  }
+
+  it("migrates a KB between stores without re-embedding, verified, and resumes after an interruption", async () => {
+    kl.createKb("moving");
+    const docs = corpus(400);
+    await kl.ingestDocuments(docs, { kb: "moving" });
+    const before = await topUris(kl, "moving");
+    const embedSpy = vi.spyOn(kl.embedder(kl.getKb("moving").config), "embedTexts");
+
+    const toPg = await kl.migrateKb("moving", {
+      ...(stores.pgvector as () => VectorStoreConfig)(),
+      collection: "moving_vectors",
+    });
+    expect(toPg).toMatchObject({ done: docs.length, total: docs.length, written: docs.length, skipped: 0 });
+    expect(kl.getKb("moving").config.vectorStore).toMatchObject({
+      type: "pgvector",
+      collection: "moving_vectors",
+    });
+    expect(await topUris(kl, "moving")).toEqual(before);
+
+    // Qdrant fails on the second write: the KB stays on PostgreSQL; a rerun resumes.
+    const qdrantConfig = (stores.qdrant as () => VectorStoreConfig)();
+    const target = await kl.vectorStore({ ...kl.getKb("moving").config, vectorStore: qdrantConfig });
+    const add = target.addBatch.bind(target);
+    let calls = 0;
+    const spy = vi.spyOn(target, "addBatch").mockImplementation(async (c, records) => {
+      if (++calls === 2) throw new Error("connection reset");
+      return add(c, records);
+    });
+    await expect(kl.migrateKb("moving", qdrantConfig)).rejects.toThrow(/connection reset/);
+    expect(kl.getKb("moving").config.vectorStore.type).toBe("pgvector");
+    const resumed = await kl.migrateKb("moving", qdrantConfig, { dropSource: true });
+    spy.mockRestore();
+    expect(resumed.skipped).toBeGreaterThan(0);
+    expect(resumed.written + resumed.skipped).toBe(docs.length);
+    expect(kl.getKb("moving").config.vectorStore.type).toBe("qdrant");
+    expect(await topUris(kl, "moving")).toEqual(before);
+    // The source collection was dropped; nothing was embedded again.
+    const pg = await kl.vectorStore({
+      ...kl.getKb("moving").config,
+      vectorStore: { ...(stores.pgvector as () => VectorStoreConfig)() },
+    });
+    expect(await pg.info("moving_vectors")).toBeUndefined();
+    expect(embedSpy).not.toHaveBeenCalled();
+    await expect(kl.migrateKb("moving", qdrantConfig)).rejects.toThrow(/already uses qdrant/);
+  }, 120_000);
+
+  it("keeps a source searchable by keyword when the store fails, and embeds it on the next ingest", async () => {
+    kl.createKb("flaky", { vectorStore: (stores.qdrant as () => VectorStoreConfig)() });
+    const store = await kl.vectorStore(kl.getKb("flaky").config);
+    const spy = vi.spyOn(store, "addBatch").mockRejectedValueOnce(new Error("503 Service Unavailable"));
+    const first = await kl.ingestDocuments(corpus().slice(0, 1), { kb: "flaky" });
+    spy.mockRestore();
+    expect(first.errors).toHaveLength(1);
+    expect(first.errors[0]?.reason).toMatch(
+      /^vectors not stored in qdrant: 503 Service Unavailable; .*embedded again/,
+    );
+    expect(kl.counts("flaky")).toMatchObject({ documents: 1, embeddedDocuments: 0 });
+    const keyword = await kl.search("heron", { kbs: ["flaky"], mode: "keyword" });
+    expect(keyword.results[0]?.source.uri).toBe("mem:topic-0");
+    const second = await kl.ingestDocuments(corpus().slice(0, 1), { kb: "flaky" });
+    expect(second.errors).toEqual([]);
+    expect(second.updated).toBe(1);
+    expect(kl.counts("flaky").embeddedDocuments).toBe(1);
+    const vector = await kl.search("bird standing in water", { kbs: ["flaky"], mode: "vector_only" });
+    expect(vector.results[0]?.source.uri).toBe("mem:topic-0");
+    expect(vector.warnings).toEqual([]);
+  }, 60_000);
+
+  it("names the store when it cannot be reached", async () => {
+    kl.createKb("unreachable", { vectorStore: { type: "chroma", url: "http://127.0.0.1:9" } });
+    await expect(kl.ingestDocuments(corpus().slice(0, 1), { kb: "unreachable" })).rejects.toThrow(
+      /knowledge base "unreachable": cannot connect to vector store chroma http:\/\/127\.0\.0\.1:9/,
+    );
+  });
+});
