@@ -1,4 +1,5 @@
 import { validateChunkingConfig } from "./chunk/spans.js";
+import { EMBEDDING_PROVIDERS, type EmbeddingProviderConfig } from "./embed/config.js";
 import { ConfigError } from "./errors.js";
 import { DEFAULT_EXTRACTION_LIMITS, type ExtractOptions, resolveExtractOptions } from "./extract/contract.js";
 import { ANALYZERS, type Analyzer } from "./retrieve/tokenizer.js";
@@ -92,14 +93,70 @@ export interface ChunkingConfig {
 }
 
 /** Embedding provider settings. */
-export interface EmbeddingConfig {
-  /** Provider name; `bundled` is the offline Universal Sentence Encoder lite. */
-  provider: "bundled";
+/**
+ * Embedding settings of a KB: one provider's options (see `src/embed/config.ts`:
+ * `bundled`, `local`, `openai`, `cohere`, `huggingface`, `openai-compatible`/`litellm`)
+ * with the model and batch size always filled in. Default: the bundled offline model,
+ * `{ provider: "bundled", model: "use-lite", batchSize: 32 }`.
+ */
+export type EmbeddingConfig = EmbeddingProviderConfig & {
   /** Model id within the provider. */
   model: string;
   /** Texts per embedding call. Default 32. */
   batchSize: number;
+};
+
+/** Model used when a KB names a provider but no model (`openai-compatible` has none: its model is required). */
+export const DEFAULT_EMBEDDING_MODELS: Readonly<Record<string, string>> = {
+  bundled: "use-lite",
+  local: "Xenova/all-MiniLM-L6-v2",
+  openai: "text-embedding-3-small",
+  cohere: "embed-english-v3.0",
+  huggingface: "sentence-transformers/all-MiniLM-L6-v2",
+};
+
+/**
+ * A KB's embedding config from partial settings: the bundled default when no
+ * provider is named; else the named provider's settings with its default model
+ * (see {@link DEFAULT_EMBEDDING_MODELS}) and batch size 32, nothing carried over
+ * from the bundled default.
+ * @throws ConfigError when the provider has no default model and none is given.
+ */
+export function embeddingConfig(partial: Partial<Record<string, unknown>> = {}): EmbeddingConfig {
+  const provider = String(partial.provider ?? "bundled");
+  const model = partial.model ?? DEFAULT_EMBEDDING_MODELS[provider];
+  if (model === undefined) {
+    throw new ConfigError(
+      `embedding provider "${provider}" needs a model (embedding.model, --embedding-model)`,
+    );
+  }
+  return { ...partial, provider, model, batchSize: partial.batchSize ?? 32 } as EmbeddingConfig;
 }
+
+/** Every field some embedding provider accepts (unknown fields are rejected). */
+const EMBEDDING_FIELDS = [
+  "provider",
+  "model",
+  "batchSize",
+  "dimension",
+  "baseUrl",
+  "apiKey",
+  "timeoutMs",
+  "maxRetries",
+  "queryPrefix",
+  "documentPrefix",
+  "longText",
+  "workers",
+  "pooling",
+  "maxLength",
+  "threads",
+  "dtype",
+  "allowDownload",
+  "maxBatchTokens",
+  "truncate",
+  "sendDimensions",
+  "maxInputTokens",
+];
 
 /** Vector store backends; `sqlite` is the embedded default in the data directory. */
 export type VectorStoreType = "sqlite" | "pgvector" | "qdrant" | "pinecone" | "chroma";
@@ -361,7 +418,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
     "fallbackOverlap",
     "reuseSentenceEmbeddings",
   ],
-  embedding: ["provider", "model", "batchSize"],
+  embedding: EMBEDDING_FIELDS,
   vectorStore: ["type", "collection", "url", "apiKey", "schema", "index", "timeoutMs"],
   retrieval: [
     "mode",
@@ -441,8 +498,14 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
     if (err instanceof ConfigError) fail("chunking", err.message);
     throw err;
   }
-  if (config.embedding.provider !== "bundled") {
-    fail("embedding.provider", `"${config.embedding.provider}" is not available; use "bundled"`);
+  if (!(EMBEDDING_PROVIDERS as readonly string[]).includes(config.embedding.provider)) {
+    fail(
+      "embedding.provider",
+      `"${String(config.embedding.provider)}" is not an embedding provider; use one of ${EMBEDDING_PROVIDERS.join(", ")}`,
+    );
+  }
+  if (typeof config.embedding.model !== "string" || config.embedding.model.trim() === "") {
+    fail("embedding.model", "must be a non-empty string");
   }
   checkInt(config.embedding.batchSize, "embedding.batchSize", 1, fail);
   validateVectorStore(config.vectorStore, fail);

@@ -7,8 +7,24 @@ export { chunkDocument, createChunker } from "./chunk/index.js";
 export * from "./config.js";
 export { BundledEmbedder } from "./embed/bundled.js";
 export { CachedEmbedder } from "./embed/cache.js";
-export type { Embedder } from "./embed/contract.js";
-export { createEmbedder } from "./embed/index.js";
+export {
+  type BundledConfig,
+  type CohereConfig,
+  CohereEmbedder,
+  createEmbedder,
+  EMBEDDING_PROVIDERS,
+  type Embedder,
+  EmbeddingError,
+  type EmbeddingProviderConfig,
+  type HuggingFaceConfig,
+  HuggingFaceEmbedder,
+  type LocalConfig,
+  LocalEmbedder,
+  type OpenAiCompatibleConfig,
+  OpenAiCompatibleEmbedder,
+  type OpenAiConfig,
+  OpenAiEmbedder,
+} from "./embed/index.js";
 export * from "./errors.js";
 export { evaluateBeir, loadBeir } from "./eval/beir.js";
 export { mrrAtK, ndcgAtK, recallAtK } from "./eval/metrics.js";
@@ -50,6 +66,14 @@ export {
   type RetrievedResult,
 } from "./retrieve/search.js";
 export { type CjkSegmentation, tokenize } from "./retrieve/tokenizer.js";
+// Server adapters (their clients load only when a store of that type is used through createVectorStore).
+export type { ChromaVectorStore, ChromaVectorStoreOptions } from "./store/chroma.js";
 export type * from "./store/contract.js";
+export { METRICS } from "./store/contract.js";
+export { collectionOf, createVectorStore, describeStore, redactKbConfig } from "./store/index.js";
+export { type FillProgress, fillCollection } from "./store/migrate.js";
+export type { PgVectorStore, PgVectorStoreOptions } from "./store/pgvector.js";
+export type { PineconeVectorStore, PineconeVectorStoreOptions } from "./store/pinecone.js";
+export type { QdrantVectorStore, QdrantVectorStoreOptions } from "./store/qdrant.js";
 export { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 export * from "./types.js";

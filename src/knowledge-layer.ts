@@ -4,6 +4,7 @@ import { queryEmbeddingKey, searchResultKey } from "./cache/keys.js";
 import {
   DEFAULT_KB,
   defaultKbConfig,
+  embeddingConfig,
   type KnowledgeBaseConfig,
   parseRetrievalMode,
   RETRIEVAL_MODES,
@@ -16,6 +17,7 @@ import { createEmbedder } from "./embed/index.js";
 import { ConfigError, KnowledgeLayerError } from "./errors.js";
 import type { ExtractOptions } from "./extract/contract.js";
 import {
+  embeddingIdentity,
   type IngestContext,
   type IngestProgress,
   type IngestSummary,
@@ -242,7 +244,7 @@ export class KnowledgeLayer {
     const config: KnowledgeBaseConfig = {
       name,
       chunking: { ...base.chunking, ...defined(overrides.chunking) },
-      embedding: { ...base.embedding, ...defined(overrides.embedding) },
+      embedding: embeddingConfig(defined(overrides.embedding)),
       vectorStore: { ...base.vectorStore, ...defined(overrides.vectorStore) },
       retrieval: {
         ...base.retrieval,
@@ -264,6 +266,7 @@ export class KnowledgeLayer {
       );
     }
     validateKbConfig(config);
+    checkEmbedder(config);
     // The reranker's own settings (URLs, model names, keys) are checked now, not at the first search.
     const rc = config.retrieval.reranker;
     if (rc.type !== "auto" && rc.type !== "none") {
@@ -396,11 +399,12 @@ export class KnowledgeLayer {
    */
   async reembedKb(
     name: string,
-    embedding: KnowledgeBaseConfig["embedding"],
+    settings: Partial<KnowledgeBaseConfig["embedding"]>,
     options: { keepOld?: boolean; onProgress?: (p: FillProgress) => void } = {},
   ): Promise<FillProgress & { collection: string; dimension: number }> {
     const kb = this.getKb(name);
     const old = kb.config;
+    const embedding = embeddingConfig(defined(settings));
     const collection = `kb_${name}@${embeddingSlug(embedding)}`;
     const target: KnowledgeBaseConfig = {
       ...old,
@@ -408,6 +412,7 @@ export class KnowledgeLayer {
       vectorStore: { ...old.vectorStore, collection },
     };
     validateKbConfig(target);
+    checkEmbedder(target);
     if (collection === collectionOf(old) || embeddingSlug(embedding) === embeddingSlug(old.embedding)) {
       throw new KnowledgeLayerError(
         `knowledge base "${name}" is already embedded with ${embedding.provider}:${embedding.model}`,
@@ -415,7 +420,8 @@ export class KnowledgeLayer {
     }
     const store = await this.vectorStore(target);
     const embedder = this.embedder(target);
-    await store.createCollection(collection, embedder.dimension, "cosine");
+    const dimension = await embedder.resolveDimension();
+    await store.createCollection(collection, dimension, "cosine");
     const progress = await fillCollection({
       catalog: this.catalog,
       kb: name,
@@ -441,7 +447,7 @@ export class KnowledgeLayer {
       const oldStore = await this.vectorStore(old);
       await oldStore.dropCollection(collectionOf(old));
     }
-    return { ...progress, collection, dimension: embedder.dimension };
+    return { ...progress, collection, dimension };
   }
 
   /** Document and chunk counts of one KB. */
@@ -639,7 +645,7 @@ export class KnowledgeLayer {
 
   /** The cached embedder of a KB's embedding configuration (one per provider+model). */
   embedder(config: KnowledgeBaseConfig): CachedEmbedder {
-    const key = `${config.embedding.provider}/${config.embedding.model}/${config.embedding.batchSize}`;
+    const key = JSON.stringify(config.embedding);
     let e = this.embedders.get(key);
     if (!e) {
       e = new CachedEmbedder(createEmbedder(config.embedding), this.db);
@@ -669,6 +675,21 @@ export class KnowledgeLayer {
 /** Largest accepted `topK`. */
 export const MAX_TOP_K = 10_000;
 
+/**
+ * Builds (without loading or calling it) the embedder of a KB config, so its
+ * settings are checked when the KB is created, not at the first ingest.
+ * @throws ConfigError naming the KB and the problem.
+ */
+function checkEmbedder(config: KnowledgeBaseConfig): void {
+  try {
+    void createEmbedder(config.embedding).close?.();
+  } catch (err) {
+    if (err instanceof ConfigError)
+      throw new ConfigError(`knowledge base "${config.name}": embedding: ${err.message}`);
+    throw err;
+  }
+}
+
 /** True when two store configs point at the same server (or both at the embedded store). */
 function sameStore(a: VectorStoreConfig, b: VectorStoreConfig): boolean {
   return a.type === b.type && a.url === b.url && a.index === b.index && a.schema === b.schema;
@@ -677,8 +698,10 @@ function sameStore(a: VectorStoreConfig, b: VectorStoreConfig): boolean {
 /** A collection-name-safe tag of an embedding model: `provider-model` plus a short hash of the whole config. */
 function embeddingSlug(e: KnowledgeBaseConfig["embedding"]): string {
   const readable = `${e.provider}-${e.model}`.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 40);
-  const { batchSize: _ignored, ...identity } = e as KnowledgeBaseConfig["embedding"] & { batchSize?: number };
-  return `${readable}-${createHash("sha256").update(JSON.stringify(identity)).digest("hex").slice(0, 8)}`;
+  return `${readable}-${createHash("sha256")
+    .update(JSON.stringify(embeddingIdentity(e)))
+    .digest("hex")
+    .slice(0, 8)}`;
 }
 
 /** Copies an object without its `undefined` fields, so they do not override defaults. */

@@ -285,3 +285,71 @@ describe("kl CLI", () => {
     expect(ing.added).toBe(1);
   });
 });
+
+describe("kl kb: vector stores and embedding providers", () => {
+  it("creates a KB on a server store, masking credentials, and refuses incomplete settings", () => {
+    const created = kl(
+      "kb",
+      "create",
+      "on-pg",
+      "--store",
+      "pgvector",
+      "--store-url",
+      "postgres://kl:s3cret@db.internal:5432/kl",
+      "--json",
+    );
+    expect(created.code).toBe(0);
+    expect(created.stdout).not.toContain("s3cret");
+    expect(JSON.parse(created.stdout).vectorStore).toEqual({
+      type: "pgvector",
+      url: "postgres://kl:***@db.internal:5432/kl",
+    });
+    const show = kl("kb", "show", "on-pg");
+    expect(show.stdout).toContain(
+      "store:      pgvector postgres://kl:***@db.internal:5432/kl, collection kb_on-pg",
+    );
+    expect(show.stdout).not.toContain("s3cret");
+    const noUrl = kl("kb", "create", "no-url", "--store", "chroma");
+    expect(noUrl.code).toBe(1);
+    expect(noUrl.stderr).toContain('knowledge base "no-url": vectorStore.url is required for chroma');
+    const badScheme = kl("kb", "create", "bad-url", "--store", "qdrant", "--store-url", "ftp://x");
+    expect(badScheme.stderr).toContain('"ftp:" URLs do not work with qdrant');
+    const noBase = kl(
+      "kb",
+      "create",
+      "no-base",
+      "--embedding-provider",
+      "openai-compatible",
+      "--embedding-model",
+      "m",
+    );
+    expect(noBase.code).toBe(1);
+    expect(noBase.stderr).toMatch(/knowledge base "no-base": embedding: .*baseUrl/);
+  });
+
+  it("migrates a KB to another collection, verified, and says what it did", () => {
+    const dir = docsPath("markdown", "fastapi_docs_en", "reference", "openapi");
+    expect(kl("kb", "create", "movable").code).toBe(0);
+    const ingest = kl("ingest", dir, "--kb", "movable", "--json");
+    expect(ingest.code).toBe(0);
+    const chunks = JSON.parse(kl("kb", "show", "movable", "--json").stdout).counts.chunks as number;
+    const moved = kl(
+      "kb",
+      "migrate",
+      "movable",
+      "--to",
+      "sqlite",
+      "--to-collection",
+      "movable_v2",
+      "--drop-source",
+    );
+    expect(moved.code).toBe(0);
+    expect(moved.stdout).toContain(`${chunks} vectors verified (${chunks} copied, 0 already there)`);
+    expect(kl("kb", "show", "movable").stdout).toContain("collection movable_v2");
+    const again = kl("kb", "migrate", "movable", "--to", "sqlite", "--to-collection", "movable_v2");
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('knowledge base "movable" already uses sqlite');
+    const search = kl("search", "OpenAPI models", "--kb", "movable", "--mode", "vector_only", "--json");
+    expect(JSON.parse(search.stdout).results.length).toBeGreaterThan(0);
+  });
+});

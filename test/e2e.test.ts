@@ -214,7 +214,7 @@ describe("re-ingest of a modified file", () => {
 
 describe("crash safety of ingest", () => {
   it("a write that fails mid-transaction leaves the previous version intact and the run going", async () => {
-    await withKnowledgeLayer(async (kl, tmp) => {
+    await withKnowledgeLayer(async (kl, _tmp) => {
       const doc = (text: string) => ({
         uri: "mem:notes",
         text,
@@ -294,7 +294,7 @@ describe("paths", () => {
 
 describe("near-duplicate removal keeps the result list full", () => {
   it("searches deeper when duplicates would leave fewer than top-k results", async () => {
-    await withKnowledgeLayer(async (kl, tmp) => {
+    await withKnowledgeLayer(async (kl, _tmp) => {
       const docs = [
         ...Array.from({ length: 25 }, (_, i) => ({
           uri: `mem:dup${i}`,

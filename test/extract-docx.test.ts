@@ -2,7 +2,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import JSZip from "jszip";
 import { describe, expect, it } from "vitest";
-import { ExtractionError } from "../src/errors.js";
 import { extractBytes, extractFile } from "../src/extract/index.js";
 import { extractionError, tempDir } from "./helpers.js";
 

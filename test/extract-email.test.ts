@@ -7,7 +7,6 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChunker, emailHeaderBlock } from "../src/chunk/index.js";
-import { ExtractionError } from "../src/errors.js";
 import { extractBytes, extractFile } from "../src/extract/index.js";
 import type { ExtractedDocument } from "../src/types.js";
 import { cfg } from "./chunk-helpers.js";

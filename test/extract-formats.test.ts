@@ -1,7 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ExtractionError } from "../src/errors.js";
 import { extractBytes, extractFile, htmlToText, parseFrontMatter } from "../src/extract/index.js";
 import { docsPath, extractionError, tempDir } from "./helpers.js";
 

@@ -7,7 +7,6 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "n
 import { join, relative } from "node:path";
 import JSZip from "jszip";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ExtractionError } from "../src/errors.js";
 import {
   type ExtractOptions,
   extractBytes,

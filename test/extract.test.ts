@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ExtractionError, KnowledgeLayerError } from "../src/errors.js";
+import { KnowledgeLayerError } from "../src/errors.js";
 import {
   detectSourceType,
   discoverSources,

@@ -90,7 +90,12 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
       startFakeQdrant(),
       startFakePinecone({ apiKey: "pc-test", indexes: [{ name: "kl", dimension: 512, metric: "cosine" }] }),
     ]);
-    stores.pinecone = () => ({ type: "pinecone", index: "kl", apiKey: "pc-test", url: pinecone.controllerUrl });
+    stores.pinecone = () => ({
+      type: "pinecone",
+      index: "kl",
+      apiKey: "pc-test",
+      url: pinecone.controllerUrl,
+    });
     stores.pgvector = () => ({ type: "pgvector", url: pgServer.url, schema: "kl_test" });
     stores.chroma = () => ({ type: "chroma", url: chroma.url });
     stores.qdrant = () => ({ type: "qdrant", url: qdrant.url });

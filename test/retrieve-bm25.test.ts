@@ -121,7 +121,7 @@ describe("Bm25Index (SQLite) agrees with the hand computation", () => {
   });
   const bm25 = new Bm25Index(db);
   let docs = 0;
-  const addChunks = (kb: string, texts: string[], analyzer: Analyzer): number[] => {
+  const addChunks = (kb: string, texts: string[], analyzer: Analyzer, title = ""): number[] => {
     const uri = `test:${kb}/${docs++}`;
     const doc = db
       .prepare(
@@ -138,8 +138,12 @@ describe("Bm25Index (SQLite) agrees with the hand computation", () => {
           )
           .run(kb, doc, i, texts.length, text).lastInsertRowid,
       );
-      const length = bm25.indexChunk(kb, id, text, analyzer);
-      db.prepare("UPDATE chunks SET token_count = ? WHERE id = ?").run(length, id);
+      const length = bm25.indexChunk(kb, id, text, analyzer, title);
+      db.prepare("UPDATE chunks SET token_count = ?, title_token_count = ? WHERE id = ?").run(
+        length.body,
+        length.title,
+        id,
+      );
       return id;
     });
   };
@@ -151,6 +155,27 @@ describe("Bm25Index (SQLite) agrees with the hand computation", () => {
     expect(hits[0]?.score).toBeCloseTo(BIRD_D2, 14);
     expect(hits[1]?.score).toBeCloseTo(CAT_D1, 14);
     expect(hits[2]?.score).toBeCloseTo(CAT_D0, 14);
+  });
+
+  it("adds the document title as its own BM25 field, weighted by titleWeight", () => {
+    const [a] = addChunks("titled", ["cat sat here"], "standard", "bird notes");
+    const [b] = addChunks("titled", ["cat sat here"], "standard", "dog notes");
+    const [c] = addChunks("titled", ["bird song"], "standard");
+    const params = { k1: 1.2, b: 0.75, analyzer: "standard" as const };
+    const hits = bm25.search("titled", "bird", 10, { ...params, titleWeight: 0.3 });
+    // Body: only c has "bird" (N 3, df 1, its length 2, mean length 8/3).
+    const body = bm25TermScore(1, 2, 8 / 3, bm25Idf(3, 1), params);
+    // Title: only a has "bird" (title lengths 2, 2, 0: mean 4/3).
+    const title = 0.3 * bm25TermScore(1, 2, 4 / 3, bm25Idf(3, 1), params);
+    expect(hits.map((h) => h.chunkId)).toEqual(body > title ? [c, a] : [a, c]);
+    expect(hits.find((h) => h.chunkId === c)?.score).toBeCloseTo(body, 12);
+    expect(hits.find((h) => h.chunkId === a)?.score).toBeCloseTo(title, 12);
+    expect(hits.some((h) => h.chunkId === b)).toBe(false);
+    // Weight 0 turns the field off; a title term never matches as a body term.
+    expect(bm25.search("titled", "bird", 10, { ...params, titleWeight: 0 }).map((h) => h.chunkId)).toEqual([
+      c,
+    ]);
+    expect(bm25.search("titled", "notes", 10, { ...params, titleWeight: 0 })).toEqual([]);
   });
 
   it("returns [] for an empty knowledge base, and never NaN with empty chunks", () => {

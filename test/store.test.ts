@@ -1,9 +1,12 @@
+import { createRequire } from "node:module";
 import { describe, expect, it, test } from "vitest";
 import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../src/config.js";
-import { blobToVector, openDatabase, vectorToBlob } from "../src/store/database.js";
+import { blobToVector, openDatabase, SCHEMA_VERSION, vectorToBlob } from "../src/store/database.js";
 import { SqliteVectorStore } from "../src/store/sqlite-vector-store.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
 import { tempDir } from "./helpers.js";
+
+const require = createRequire(import.meta.url);
 
 vectorStoreConformance("sqlite (embedded default)", async () => {
   const { dir, cleanup } = tempDir();
@@ -22,6 +25,31 @@ describe("embedded database", () => {
     const a = Float32Array.from([0.1, -2.5, 3e-8, 1]);
     expect(Array.from(blobToVector(vectorToBlob(a)))).toEqual(Array.from(a));
   });
+  it("migrates a schema-1 database: chunks gain title_token_count, rows are kept", () => {
+    const { dir, cleanup } = tempDir();
+    const Database = require("better-sqlite3") as typeof import("better-sqlite3");
+    const old = new Database(`${dir}/kl.db`);
+    old.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO meta VALUES ('schema_version', '1');
+      CREATE TABLE chunks (id INTEGER PRIMARY KEY AUTOINCREMENT, kb TEXT NOT NULL, document_id INTEGER NOT NULL,
+        chunk_index INTEGER NOT NULL, total_chunks INTEGER NOT NULL, chunk_type TEXT NOT NULL, start INTEGER NOT NULL,
+        end INTEGER NOT NULL, text TEXT NOT NULL, context_prefix TEXT, metadata TEXT NOT NULL, token_count INTEGER NOT NULL);
+      INSERT INTO chunks (kb, document_id, chunk_index, total_chunks, chunk_type, start, end, text, metadata, token_count)
+        VALUES ('k', 1, 0, 1, 'text', 0, 5, 'hello', '{}', 1);`);
+    old.close();
+    const db = openDatabase(dir);
+    expect(db.prepare("SELECT text, token_count, title_token_count FROM chunks").get()).toEqual({
+      text: "hello",
+      token_count: 1,
+      title_token_count: 0,
+    });
+    expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe(
+      String(SCHEMA_VERSION),
+    );
+    db.close();
+    cleanup();
+  });
+
   it("rejects a file that is not a database with a clear error", async () => {
     const { dir, cleanup } = tempDir();
     const { writeFileSync } = await import("node:fs");

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { type ConcreteStrategy, createChunker } from "../chunk/index.js";
+import { createChunker } from "../chunk/index.js";
 import { TOKENIZERS } from "../chunk/measure.js";
 import { validateChunkingConfig } from "../chunk/spans.js";
 import {
@@ -10,6 +10,7 @@ import {
   type ChunkingStrategy,
   defaultKbConfig,
   type EmbeddingSemanticOptions,
+  type KnowledgeBaseConfig,
   parseRetrievalMode,
   RETRIEVAL_MODES,
   type RerankerConfig,
@@ -20,7 +21,7 @@ import {
   type VectorStoreConfig,
   type VectorStoreType,
 } from "../config.js";
-import { createEmbedder } from "../embed/index.js";
+import { createEmbedder, EMBEDDING_PROVIDERS } from "../embed/index.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { evaluateBeir } from "../eval/beir.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
@@ -159,6 +160,21 @@ function storeOption(o: Record<string, unknown>, prefix: "store" | "to"): Vector
   return config;
 }
 
+/** The embedding settings of `--embedding-*` flags (keys come from the environment, not flags). */
+function embeddingOption(o: {
+  embeddingProvider?: string;
+  embeddingModel?: string;
+  embeddingUrl?: string;
+  embeddingDimension?: number;
+}): Partial<KnowledgeBaseConfig["embedding"]> {
+  const out: Record<string, unknown> = {};
+  if (o.embeddingProvider) out.provider = o.embeddingProvider;
+  if (o.embeddingModel) out.model = o.embeddingModel;
+  if (o.embeddingUrl) out.baseUrl = o.embeddingUrl;
+  if (o.embeddingDimension !== undefined) out.dimension = o.embeddingDimension;
+  return out as Partial<KnowledgeBaseConfig["embedding"]>;
+}
+
 /** Adds the tokenizer and EMBEDDING_SEMANTIC options shared by `kb create` and `chunk`. */
 function withChunkingOptions(command: Command): Command {
   return command
@@ -278,7 +294,22 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
   .option("--chunk-overlap <n>", "overlap between chunks in --unit (default 150)", int("--chunk-overlap", 0))
   .option("--min-chunk-size <n>", "minimum chunk size in --unit (default 500)", int("--min-chunk-size", 0))
   .addOption(new Option("--unit <unit>", "unit of chunk sizes (default chars)").choices([...SIZE_UNITS]))
-  .option("--embedding-model <model>", "embedding model of the bundled provider (default use-lite)")
+  .addOption(
+    new Option(
+      "--embedding-provider <name>",
+      "embedding provider (default bundled, the offline model)",
+    ).choices([...EMBEDDING_PROVIDERS]),
+  )
+  .option(
+    "--embedding-model <model>",
+    "embedding model: use-lite (bundled), a model folder or Hugging Face id (local), a provider model name",
+  )
+  .option("--embedding-url <url>", "embedding endpoint base URL (openai-compatible, TEI, proxies)")
+  .option(
+    "--embedding-dimension <n>",
+    "expected vector length (also sent to models that accept it)",
+    int("--embedding-dimension"),
+  )
   .option("--mode <mode>", `default retrieval strategy: ${RETRIEVAL_MODES.join(", ")}`, parseMode)
   .option("--top-k <n>", "results returned by default (default 5)", int("--top-k", 1, MAX_TOP_K))
   .addOption(
@@ -332,7 +363,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
           tokenizer: o.tokenizer,
           embeddingSemantic: embeddingSemanticOptions(o),
         },
-        embedding: { model: o.embeddingModel },
+        embedding: embeddingOption(o),
         vectorStore: storeOption(o, "store"),
         retrieval: {
           mode: o.mode as RetrievalMode | undefined,
@@ -435,6 +466,45 @@ withStoreOptions(kb.command("migrate"), "to")
         console.log(
           `migrated knowledge base "${name}" from ${result.from} to ${result.to}: ${result.done} vectors verified (${result.written} copied, ${result.skipped} already there)`,
         );
+    });
+  });
+
+kb.command("reembed")
+  .argument("<name>", "knowledge base name")
+  .description(
+    "embed a KB's chunks with another model into a new collection, verify, switch the KB to it and drop the old collection (resumable)",
+  )
+  .requiredOption("--embedding-provider <name>", `embedding provider: ${EMBEDDING_PROVIDERS.join(", ")}`)
+  .option("--embedding-model <model>", "model (default per provider)")
+  .option("--embedding-url <url>", "endpoint base URL (openai-compatible, TEI, proxies)")
+  .option("--embedding-dimension <n>", "expected vector length", int("--embedding-dimension"))
+  .option("--keep-old", "keep the old model's collection")
+  .option("--json", "print the result as JSON")
+  .action(async (name: string, o, command: Command) => {
+    if (!(EMBEDDING_PROVIDERS as readonly string[]).includes(o.embeddingProvider)) {
+      throw new KnowledgeLayerError(
+        `kb reembed: unknown --embedding-provider "${o.embeddingProvider}"; use one of ${EMBEDDING_PROVIDERS.join(", ")}`,
+      );
+    }
+    await withKl(command, async (kl) => {
+      const progress = ProgressReporter.forStderr(Boolean(o.json));
+      let result: Awaited<ReturnType<KnowledgeLayer["reembedKb"]>>;
+      try {
+        result = await kl.reembedKb(name, embeddingOption(o), {
+          keepOld: Boolean(o.keepOld),
+          onProgress: (p) =>
+            progress.update({ phase: "vectors", label: "reembed", done: p.done, total: p.total }),
+        });
+      } finally {
+        progress.stop();
+      }
+      if (o.json) console.log(JSON.stringify(result, null, 2));
+      else {
+        const e = kl.getKb(name).config.embedding;
+        console.log(
+          `re-embedded knowledge base "${name}" with ${e.provider}:${e.model} (${result.dimension}-d) into collection "${result.collection}": ${result.done} vectors verified (${result.written} embedded, ${result.skipped} already there)`,
+        );
+      }
     });
   });
 

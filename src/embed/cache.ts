@@ -19,9 +19,17 @@ export function textHash(text: string): string {
  * database. Cached vectors are returned without calling the model, so re-ingest
  * and repeated queries cost nothing. Within one call, duplicate texts are
  * embedded once.
+ *
+ * The key does not include provider options that change vectors without
+ * changing the model id (query/document prefixes, pooling, long-text mode):
+ * after changing those, use a fresh data directory or clear the cache. A
+ * cached vector whose length differs from the embedder's known dimension (a
+ * changed `dimension`) is ignored and recomputed.
  */
 export class CachedEmbedder implements Embedder {
   readonly stats: CacheStats = { hits: 0, misses: 0 };
+  /** Length of the last vector served from the cache (0 before any). */
+  private cachedDimension = 0;
   private readonly get;
   private readonly put;
 
@@ -43,8 +51,22 @@ export class CachedEmbedder implements Embedder {
   get modelId(): string {
     return this.inner.modelId;
   }
+  /**
+   * The inner embedder's dimension; while that is still `0` (not discovered
+   * yet), the length of the vectors served from the cache.
+   */
   get dimension(): number {
-    return this.inner.dimension;
+    return this.inner.dimension || this.cachedDimension;
+  }
+
+  /** The inner embedder's {@link Embedder.resolveDimension} (or its `dimension` when it has none). */
+  async resolveDimension(): Promise<number> {
+    return this.inner.resolveDimension ? this.inner.resolveDimension() : this.inner.dimension;
+  }
+
+  /** Closes the inner embedder (the database stays open; it belongs to the caller). */
+  async close(): Promise<void> {
+    await this.inner.close?.();
   }
 
   /**
@@ -59,9 +81,9 @@ export class CachedEmbedder implements Embedder {
     const missing = new Map<string, { text: string; indices: number[] }>();
     texts.forEach((text, i) => {
       const hash = textHash(text);
-      const row = this.get.get(this.provider, this.modelId, hash) as { vector: Buffer } | undefined;
-      if (row) {
-        out[i] = blobToVector(row.vector);
+      const cached = this.lookup(hash);
+      if (cached) {
+        out[i] = cached;
         this.stats.hits++;
         return;
       }
@@ -95,14 +117,29 @@ export class CachedEmbedder implements Embedder {
   /** Embeds a query with the provider's query path; cached under a key distinct from documents. */
   async embedQuery(text: string): Promise<Float32Array> {
     const hash = textHash(`query\u0000${text}`);
-    const row = this.get.get(this.provider, this.modelId, hash) as { vector: Buffer } | undefined;
-    if (row) {
+    const cached = this.lookup(hash);
+    if (cached) {
       this.stats.hits++;
-      return blobToVector(row.vector);
+      return cached;
     }
     const vector = await this.inner.embedQuery(text);
     this.put.run(this.provider, this.modelId, hash, vectorToBlob(vector));
     this.stats.misses++;
+    return vector;
+  }
+
+  /**
+   * The cached vector under `hash`, unless its length differs from the inner
+   * embedder's known dimension (e.g. a model whose `dimension` setting was
+   * changed): such an entry counts as a miss and is overwritten.
+   */
+  private lookup(hash: string): Float32Array | undefined {
+    const row = this.get.get(this.provider, this.modelId, hash) as { vector: Buffer } | undefined;
+    if (!row) return undefined;
+    const vector = blobToVector(row.vector);
+    const expected = this.inner.dimension;
+    if (expected > 0 && vector.length !== expected) return undefined;
+    this.cachedDimension = vector.length;
     return vector;
   }
 }

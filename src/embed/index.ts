@@ -1,31 +1,103 @@
-import type { EmbeddingConfig } from "../config.js";
+/**
+ * The embedder seam: builds an {@link Embedder} from configuration.
+ *
+ * Providers (all share the contract of contract.ts, checked by
+ * test/conformance/embedder.ts):
+ * - `bundled` — offline Universal Sentence Encoder lite (512-d), the default;
+ * - `local` — a sentence-transformers style ONNX model via transformers.js, in worker threads;
+ * - `openai` — OpenAI's embeddings API;
+ * - `cohere` — Cohere's embed API v2;
+ * - `huggingface` — Text Embeddings Inference or the hosted Inference API;
+ * - `openai-compatible` (alias `litellm`) — any server speaking OpenAI's embeddings wire format.
+ *
+ * Dimension discovery: {@link createEmbedder} stays synchronous. When the
+ * vector length is neither configured nor known for the model,
+ * `embedder.dimension` is `0` until `await embedder.resolveDimension?.()`
+ * (or the first embedding call) finds it; call that before creating a vector
+ * collection.
+ */
 import { ConfigError } from "../errors.js";
+import { CohereEmbedder } from "./cohere.js";
+import type { EmbeddingProviderConfig } from "./config.js";
 import type { Embedder } from "./contract.js";
+import { HuggingFaceEmbedder } from "./huggingface.js";
+import { LocalEmbedder } from "./local.js";
+import { OpenAiEmbedder } from "./openai.js";
+import { OpenAiCompatibleEmbedder } from "./openai-compatible.js";
 
+export { CohereEmbedder, type CohereEmbedderOptions } from "./cohere.js";
+export type {
+  BundledConfig,
+  CohereConfig,
+  EmbeddingProviderConfig,
+  HuggingFaceConfig,
+  LocalConfig,
+  OpenAiCompatibleConfig,
+  OpenAiConfig,
+} from "./config.js";
+export { EMBEDDING_PROVIDERS } from "./config.js";
 export type { Embedder } from "./contract.js";
+export { EmbeddingError } from "./contract.js";
+export { HuggingFaceEmbedder, type HuggingFaceEmbedderOptions } from "./huggingface.js";
+export { DEFAULT_LOCAL_MODEL, LocalEmbedder, type LocalEmbedderOptions } from "./local.js";
+export { OpenAiEmbedder, type OpenAiEmbedderOptions } from "./openai.js";
+export { OpenAiCompatibleEmbedder, type OpenAiCompatibleEmbedderOptions } from "./openai-compatible.js";
 
 /** Output dimension of the bundled Universal Sentence Encoder lite. */
 export const BUNDLED_DIMENSION = 512;
 
 /**
- * Builds the embedder a knowledge base is configured with. Model runtimes are
- * imported on first use, so keyword-only work never loads them.
- * @throws ConfigError for an unknown provider or model.
+ * Builds the embedder a knowledge base is configured with. The bundled
+ * model's runtime is imported on its first embedding call, so keyword-only
+ * work never loads it; local models load in worker threads on first use;
+ * remote providers make no request until the first embedding call.
+ * @throws ConfigError for an unknown provider, an unknown bundled model, a
+ *   missing `baseUrl` (openai-compatible) or an invalid option value.
  */
-export function createEmbedder(config: EmbeddingConfig): Embedder {
+export function createEmbedder(config: EmbeddingProviderConfig): Embedder {
   switch (config.provider) {
-    case "bundled":
+    case "bundled": {
       if (config.model !== "use-lite") {
         throw new ConfigError(
           `embedding model "${config.model}" is not available for provider "bundled"; use "use-lite"`,
         );
       }
+      if (config.dimension !== undefined && config.dimension !== BUNDLED_DIMENSION) {
+        throw new ConfigError(
+          `embedding dimension ${config.dimension} is not available for provider "bundled" (use-lite is ${BUNDLED_DIMENSION}-d)`,
+        );
+      }
+      const { batchSize, longText, workers } = config;
       return lazyEmbedder("bundled", "use-lite", BUNDLED_DIMENSION, async () => {
         const { BundledEmbedder } = await import("./bundled.js");
-        return new BundledEmbedder({ batchSize: config.batchSize });
+        return new BundledEmbedder({ batchSize, longText, workers });
       });
+    }
+    case "local": {
+      const { provider: _, ...options } = config;
+      return new LocalEmbedder(options);
+    }
+    case "openai": {
+      const { provider: _, ...options } = config;
+      return new OpenAiEmbedder(options);
+    }
+    case "cohere": {
+      const { provider: _, ...options } = config;
+      return new CohereEmbedder(options);
+    }
+    case "huggingface": {
+      const { provider: _, ...options } = config;
+      return new HuggingFaceEmbedder(options);
+    }
+    case "openai-compatible":
+    case "litellm": {
+      const { provider: _, ...options } = config;
+      return new OpenAiCompatibleEmbedder(options);
+    }
     default:
-      throw new ConfigError(`unknown embedding provider "${String(config.provider)}"`);
+      throw new ConfigError(
+        `unknown embedding provider "${String((config as { provider?: unknown }).provider)}"; use bundled, local, openai, cohere, huggingface or openai-compatible (alias litellm)`,
+      );
   }
 }
 
@@ -47,5 +119,6 @@ function lazyEmbedder(
     dimension,
     embedTexts: async (texts) => (await get()).embedTexts(texts),
     embedQuery: async (text) => (await get()).embedQuery(text),
+    resolveDimension: async () => dimension,
   };
 }

@@ -7,7 +7,7 @@ import { createChunker } from "../chunk/index.js";
 import type { KnowledgeBaseConfig } from "../config.js";
 import type { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
-import { ConfigError, ExtractionError } from "../errors.js";
+import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
 import type { Bm25Index } from "../retrieve/bm25.js";
 import type { Catalog } from "../store/catalog.js";
@@ -118,10 +118,28 @@ export function pipelineHash(config: KnowledgeBaseConfig): string {
     v: PIPELINE_VERSION,
     extraction: config.extraction ?? {},
     chunking: config.chunking,
-    embedding: config.embedding,
+    embedding: embeddingIdentity(config.embedding),
     analyzer: config.retrieval.analyzer,
   };
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 16);
+}
+
+/**
+ * The embedding settings that change vectors: without the API key, batch size,
+ * timeouts, retries and worker counts, so rotating a key or tuning throughput does
+ * not re-ingest a KB.
+ */
+export function embeddingIdentity(embedding: KnowledgeBaseConfig["embedding"]): Record<string, unknown> {
+  const {
+    apiKey: _k,
+    batchSize: _b,
+    timeoutMs: _t,
+    maxRetries: _r,
+    workers: _w,
+    threads: _th,
+    ...rest
+  } = embedding as unknown as Record<string, unknown>;
+  return rest;
 }
 
 /**
@@ -290,8 +308,23 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   };
   if (embed && !ctx.embedder) throw new Error("ingest: embedding requested but no embedder given");
   const chunker = kbChunker(ctx);
-  if (embed && ctx.embedder)
-    await ctx.store.createCollection(ctx.collection, ctx.embedder.dimension, "cosine");
+  if (embed && ctx.embedder) {
+    const dimension = await ctx.embedder.resolveDimension();
+    try {
+      await ctx.store.createCollection(ctx.collection, dimension, "cosine");
+    } catch (error) {
+      const info = await ctx.store.info(ctx.collection).catch(() => undefined);
+      if (info && info.dimension !== dimension) {
+        throw new KnowledgeLayerError(
+          `knowledge base "${kb}": its ${ctx.store.kind} collection "${ctx.collection}" holds ${info.dimension}-d vectors, ` +
+            `but ${ctx.embedder.provider}:${ctx.embedder.modelId} makes ${dimension}-d ones; ` +
+            `use kl kb reembed ${kb} to move the KB to the new model`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+  }
   // Sentence embeddings of embedding_semantic chunking count too, also when `embed` is false.
   const counted = ctx.embedder ?? ctx.chunkingEmbedder;
   const statsBefore = counted ? { ...counted.stats } : { hits: 0, misses: 0 };
