@@ -2,6 +2,8 @@
  * knowledge-layer public API. See README.md for the architecture.
  */
 
+// Agent-side pieces: inline routing, conversation memory, turn retrieval, context assembly.
+export * from "./agent/index.js";
 export type { Chunker } from "./chunk/contract.js";
 export { chunkDocument, createChunker } from "./chunk/index.js";
 export * from "./config.js";
@@ -53,6 +55,7 @@ export {
   type SearchResponse,
   type SearchResult,
 } from "./knowledge-layer.js";
+export { createKnowledgeServer, serveHttp, serveStdio } from "./mcp/index.js";
 export { type Attribution, attribute, formatCitation } from "./retrieve/attribution.js";
 export { Bm25Index, bm25Idf, bm25TermScore, MemoryBm25Index } from "./retrieve/bm25.js";
 export { jaccard, removeNearDuplicates, tokenSet } from "./retrieve/dedupe.js";
@@ -66,6 +69,7 @@ export {
   type RetrievedResult,
 } from "./retrieve/search.js";
 export { type CjkSegmentation, tokenize } from "./retrieve/tokenizer.js";
+export { buildServer, type ServerOptions } from "./server/app.js";
 // Server adapters (their clients load only when a store of that type is used through createVectorStore).
 export type { ChromaVectorStore, ChromaVectorStoreOptions } from "./store/chroma.js";
 export type * from "./store/contract.js";

@@ -128,6 +128,14 @@ export interface OpenOptions {
    * `$KL_CACHE_URL` is a `redis://` URL) or none.
    */
   cache?: CacheConfig;
+  /**
+   * Run all local-model inference off the calling thread: the bundled model in
+   * worker threads for queries too, with queries on their own worker so a search
+   * never waits behind an ingest's batches. Servers (`kl serve`, `kl mcp --http`)
+   * set it; default false (a CLI call embeds a query on its own thread, without
+   * the start-up cost of a worker). Cross-encoder reranking always runs in workers.
+   */
+  offThread?: boolean;
 }
 
 /** The cache configuration {@link KnowledgeLayer.open} uses when none is given. */
@@ -179,6 +187,8 @@ export class KnowledgeLayer {
     readonly db: Db,
     /** Search-result and query-embedding cache (see {@link OpenOptions.cache}). */
     readonly cache: Cache,
+    /** See {@link OpenOptions.offThread}. */
+    readonly offThread = false,
   ) {
     this.catalog = new Catalog(db);
     this.store = new SqliteVectorStore(db);
@@ -189,7 +199,7 @@ export class KnowledgeLayer {
   static open(options: OpenOptions = {}): KnowledgeLayer {
     const dataDir = resolveDataDir(options.dataDir);
     const cache = createCache(options.cache ?? defaultCacheConfig());
-    return new KnowledgeLayer(dataDir, openDatabase(dataDir), cache);
+    return new KnowledgeLayer(dataDir, openDatabase(dataDir), cache, options.offThread === true);
   }
 
   /**
@@ -602,7 +612,7 @@ export class KnowledgeLayer {
     });
     const hit = await this.cache.get(key);
     if (hit instanceof Float32Array) return hit;
-    const vector = await this.embedder(config).embedQuery(text);
+    const vector = await this.embedder(config, "query").embedQuery(text);
     await this.cache.set(key, vector);
     return vector;
   }
@@ -643,12 +653,17 @@ export class KnowledgeLayer {
     return reranker;
   }
 
-  /** The cached embedder of a KB's embedding configuration (one per provider+model). */
-  embedder(config: KnowledgeBaseConfig): CachedEmbedder {
-    const key = JSON.stringify(config.embedding);
+  /**
+   * The cached embedder of a KB's embedding configuration (one per configuration
+   * and use). With {@link OpenOptions.offThread}, `"query"` embedders run on their
+   * own worker lane, apart from ingest batches.
+   */
+  embedder(config: KnowledgeBaseConfig, use: "ingest" | "query" = "ingest"): CachedEmbedder {
+    const lane = this.offThread ? use : "ingest";
+    const key = `${lane}\u0000${JSON.stringify(config.embedding)}`;
     let e = this.embedders.get(key);
     if (!e) {
-      e = new CachedEmbedder(createEmbedder(config.embedding), this.db);
+      e = new CachedEmbedder(createEmbedder(config.embedding, { offThread: this.offThread, lane }), this.db);
       this.embedders.set(key, e);
     }
     return e;

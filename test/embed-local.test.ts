@@ -4,8 +4,8 @@
  * mean or CLS → L2), truncation at the tokenizer's limit, dimension from
  * config.json, prefixes, inference off the main thread, load errors.
  */
-import { threadId } from "node:worker_threads";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { threadId, type Worker } from "node:worker_threads";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EmbeddingError } from "../src/embed/contract.js";
 import { createEmbedder } from "../src/embed/index.js";
 import { DEFAULT_LOCAL_MODEL, LocalEmbedder } from "../src/embed/local.js";
@@ -13,6 +13,19 @@ import { ConfigError } from "../src/errors.js";
 import { cosine } from "./conformance/embedder.js";
 import { expectedEmbedding, testTokenIds, writeEmbeddingModel } from "./embed-fixtures.js";
 import { tempDir } from "./helpers.js";
+
+/** Every worker thread started in this file (the Worker class is wrapped transparently to record them). */
+const started = vi.hoisted(() => [] as Worker[]);
+vi.mock("node:worker_threads", async (importOriginal) => {
+  const mod = await importOriginal<typeof import("node:worker_threads")>();
+  class RecordedWorker extends mod.Worker {
+    constructor(...args: ConstructorParameters<typeof mod.Worker>) {
+      super(...args);
+      started.push(this);
+    }
+  }
+  return { ...mod, Worker: RecordedWorker };
+});
 
 const TEXTS = [
   "The novel was written by a retired sailor.",
@@ -166,6 +179,28 @@ describe("LocalEmbedder threading", () => {
     // Tokenising and running 4,000 texts takes a while; the main thread stayed free meanwhile.
     expect(ticks).toBeGreaterThan(Math.min(10, elapsed / 20));
     expect(longestGap).toBeLessThan(Math.max(100, elapsed / 2));
+  });
+});
+
+describe("LocalEmbedder worker lifecycle", () => {
+  it("close() ends the worker threads", async () => {
+    const e = new LocalEmbedder({ model: `${dir}/plain`, workers: 2 });
+    const before = started.length;
+    await e.embedTexts(["cat", "dog", "sea"]);
+    const workers = started.slice(before);
+    expect(workers).toHaveLength(2);
+    await e.close();
+    expect(workers.map((w) => w.threadId)).toEqual([-1, -1]);
+  });
+
+  it("a dead worker is replaced by the next call", async () => {
+    const e = local({ model: `${dir}/plain` });
+    const before = started.length;
+    await e.embedTexts(["cat"]);
+    await started[before]?.terminate(); // from outside the pool, as a crash would (while idle)
+    const [v] = await e.embedTexts(["cat"]);
+    expectClose(v, expectedEmbedding("cat"), "after the crash");
+    expect(started.length - before).toBe(2);
   });
 });
 

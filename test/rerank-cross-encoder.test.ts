@@ -6,14 +6,67 @@
  * Test model: logit = Σ W[tok]·count_query(tok)·count_passage(tok) − 1.5 with
  * W = 2 for "novel", 1 for other content words and word pieces, 0.5 for
  * [SEP] (+0.5 whenever the passage keeps its closing [SEP]), 0 for stop words.
+ *
+ * The model runs in worker threads; the Worker class is wrapped (transparently)
+ * so the tests can see the threads the reranker starts, stop them from outside
+ * as a crash would, and check that close() ends them.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { threadId, type Worker } from "node:worker_threads";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { RerankError } from "../src/rerank/contract.js";
 import { CrossEncoderReranker, resolveModelSource, truncatePair } from "../src/rerank/cross-encoder.js";
+import { WorkerPool } from "../src/workers/pool.js";
 import { tempDir } from "./helpers.js";
 import { expectedLogit, sigmoid, writeTestModel } from "./rerank-fixtures.js";
+
+/** Every worker thread started in this file, in start order. */
+const started = vi.hoisted(() => [] as Worker[]);
+vi.mock("node:worker_threads", async (importOriginal) => {
+  const mod = await importOriginal<typeof import("node:worker_threads")>();
+  class RecordedWorker extends mod.Worker {
+    constructor(...args: ConstructorParameters<typeof mod.Worker>) {
+      super(...args);
+      started.push(this);
+    }
+  }
+  return { ...mod, Worker: RecordedWorker };
+});
+
+/** Workers started by `run` (a worker's threadId becomes -1 once it has exited). */
+async function workersStartedBy<T>(run: () => Promise<T>): Promise<{ result: T; workers: Worker[] }> {
+  const before = started.length;
+  const result = await run();
+  return { result, workers: started.slice(before) };
+}
+
+/** Counts event-loop turns and the longest gap between them while `run` runs. */
+async function watchEventLoop<T>(run: () => Promise<T>): Promise<{
+  result: T;
+  ticks: number;
+  longestGap: number;
+  elapsed: number;
+}> {
+  let ticks = 0;
+  let longestGap = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    longestGap = Math.max(longestGap, now - last);
+    last = now;
+    ticks++;
+  }, 2);
+  const t0 = performance.now();
+  try {
+    const result = await run();
+    const end = performance.now();
+    longestGap = Math.max(longestGap, end - last);
+    return { result, ticks, longestGap, elapsed: end - t0 };
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 const { dir, cleanup } = tempDir("kl-rerank-ce-");
 afterAll(cleanup);
@@ -206,6 +259,127 @@ describe("loading errors name the folder", () => {
     expect(() => new CrossEncoderReranker({ model: MODEL, batchSize: 0 })).toThrow(/batchSize/);
     expect(() => new CrossEncoderReranker({ model: MODEL, maxLength: 2 })).toThrow(/maxLength/);
     expect(() => new CrossEncoderReranker({ model: MODEL, dtype: "fp64" as "fp32" })).toThrow(/dtype/);
+  });
+});
+
+describe("worker threads", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("scores in a worker thread, never on the calling thread", async () => {
+    const r = new CrossEncoderReranker({ model: MODEL });
+    const { result, workers } = await workersStartedBy(() => r.rerank(B30_QUERY, B30_DOCS));
+    expect(result.map((x) => x.index)).toEqual([1, 3, 2, 0]);
+    expect(workers).toHaveLength(1);
+    expect(r.workerThreadIds).toEqual([workers[0]?.threadId]);
+    expect(r.workerThreadIds).not.toContain(threadId);
+    await r.close();
+  });
+
+  it("starts no thread before the first call, nor for an empty list", async () => {
+    const { workers } = await workersStartedBy(async () => {
+      const r = new CrossEncoderReranker({ model: MODEL });
+      await expect(r.rerank(B30_QUERY, [])).resolves.toEqual([]);
+      await r.close();
+    });
+    expect(workers).toHaveLength(0);
+  });
+
+  it("keeps the event loop of the calling thread running during a large call", async () => {
+    const r = new CrossEncoderReranker({ model: MODEL, batchSize: 32 });
+    await r.load();
+    const docs = Array.from(
+      { length: 6000 },
+      (_, i) => `${i} the novel was written by a retired sailor on the sea with cargo ships and cats`,
+    );
+    const { result, ticks, longestGap, elapsed } = await watchEventLoop(() => r.rerank(B30_QUERY, docs));
+    expect(result).toHaveLength(docs.length);
+    // Tokenising and scoring 6,000 pairs takes a while; the calling thread stayed free meanwhile.
+    expect(ticks).toBeGreaterThan(Math.min(10, elapsed / 20));
+    expect(longestGap).toBeLessThan(Math.max(100, elapsed / 2));
+    await r.close();
+  });
+
+  it("never loads transformers.js on the calling thread", async () => {
+    vi.resetModules();
+    vi.doMock("@huggingface/transformers", () => {
+      throw new Error("transformers.js was imported on the calling thread");
+    });
+    try {
+      const { CrossEncoderReranker: Fresh } = await import("../src/rerank/cross-encoder.js");
+      const r = new Fresh({ model: MODEL });
+      const out = await r.rerank(B30_QUERY, B30_DOCS, { topN: 1 });
+      expect(out[0]?.score).toBeCloseTo(sigmoid(2), 6);
+      await r.close();
+    } finally {
+      vi.doUnmock("@huggingface/transformers");
+      vi.resetModules();
+    }
+  });
+
+  it("loads once for concurrent first calls", async () => {
+    const warm = vi.spyOn(WorkerPool.prototype, "warm");
+    const r = new CrossEncoderReranker({ model: MODEL, workers: 2 });
+    const { result, workers } = await workersStartedBy(() =>
+      Promise.all(Array.from({ length: 8 }, () => r.rerank(B30_QUERY, B30_DOCS))),
+    );
+    expect(warm).toHaveBeenCalledTimes(1);
+    expect(workers).toHaveLength(2);
+    for (const out of result) expect(out).toEqual(result[0]);
+    expect(result[0]?.[0]?.score).toBeCloseTo(sigmoid(2), 6);
+    await r.close();
+  });
+
+  it("spreads batches over several workers with the same scores", async () => {
+    const docs = Array.from({ length: 40 }, (_, i) => `${B30_DOCS[i % 4]} ${"cargo ".repeat(i % 5)}${i}`);
+    const one = new CrossEncoderReranker({ model: MODEL, batchSize: 4 });
+    const two = new CrossEncoderReranker({ model: MODEL, batchSize: 4, workers: 2 });
+    const expected = await one.rerank(B30_QUERY, docs);
+    expect(await two.rerank(B30_QUERY, docs)).toEqual(expected);
+    expect(two.workerThreadIds).toHaveLength(2);
+    await Promise.all([one.close(), two.close()]);
+  });
+
+  it("close() rejects a call in flight and ends the workers; a later call starts again", async () => {
+    const r = new CrossEncoderReranker({ model: MODEL, batchSize: 8 });
+    const { workers } = await workersStartedBy(() => r.load());
+    expect(workers).toHaveLength(1);
+    const pending = r
+      .rerank(
+        B30_QUERY,
+        Array.from({ length: 3000 }, (_, i) => `${i} cargo ships at sea`),
+      )
+      .catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await r.close();
+    const error = await pending;
+    expect(error).toBeInstanceOf(RerankError);
+    expect((error as Error).message).toBe(
+      `cross-encoder:ms-marco-test: model folder "${MODEL}": the cross-encoder workers were closed`,
+    );
+    expect(workers[0]?.threadId).toBe(-1); // the thread has exited
+    const again = await r.rerank(B30_QUERY, B30_DOCS, { topN: 1 });
+    expect(again[0]?.score).toBeCloseTo(sigmoid(2), 6);
+    await r.close();
+  });
+
+  it("a dead worker is replaced by the next call", async () => {
+    const r = new CrossEncoderReranker({ model: MODEL });
+    const { workers } = await workersStartedBy(() => r.load());
+    // Killed from outside the pool, as a crash would (while idle: a thread ended
+    // inside a native onnxruntime call takes the process down with it).
+    await workers[0]?.terminate();
+    const { result, workers: replacements } = await workersStartedBy(() => r.rerank(B30_QUERY, B30_DOCS));
+    expect(replacements).toHaveLength(1);
+    expect(result.map((x) => x.index)).toEqual([1, 3, 2, 0]);
+    expect(result[0]?.score).toBeCloseTo(sigmoid(2), 6);
+    await r.close();
+  });
+
+  it("validates the workers option", () => {
+    expect(() => new CrossEncoderReranker({ model: MODEL, workers: 0 })).toThrow(/workers/);
+    expect(() => new CrossEncoderReranker({ model: MODEL, workers: 1.5 })).toThrow(/workers/);
   });
 });
 

@@ -37,6 +37,8 @@ import {
   formatSearchResults,
   ProgressReporter,
 } from "./format.js";
+import { registerMcpCommand } from "./mcp.js";
+import { registerServeCommands } from "./serve.js";
 
 const VERSION = "0.1.0";
 
@@ -718,6 +720,10 @@ evalCmd
       }
     });
   });
+
+registerServeCommands(program);
+
+registerMcpCommand(program);
 
 // `kl chunk FILE | head` closes stdout early: end quietly instead of crashing on EPIPE.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {

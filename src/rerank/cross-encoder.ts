@@ -10,14 +10,16 @@
  * Models: ONNX exports of Hugging Face sequence-classification checkpoints in
  * the layout of `cross-encoder/ms-marco-MiniLM-L-6-v2` (`config.json`,
  * `tokenizer.json`, `tokenizer_config.json`, `onnx/model.onnx`), run with
- * transformers.js on onnxruntime-node.
+ * transformers.js on onnxruntime-node in worker threads
+ * (./cross-encoder-worker.ts on the shared pool of ../workers/pool.ts).
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
-import type { PreTrainedModel, PreTrainedTokenizer, Tensor } from "@huggingface/transformers";
+import { WorkerCrashError, type WorkerPool, WorkerTaskError } from "../workers/pool.js";
 import { RerankError, type Reranker, type RerankOptions, type RerankScore } from "./contract.js";
-import { describeError, rerankDistinct, sigmoid, throwIfAborted } from "./shared.js";
+import { crossEncoderPool, TRUNCATE_PAIR_SOURCE } from "./cross-encoder-worker.js";
+import { describeError, isAbortOf, rerankDistinct, throwIfAborted } from "./shared.js";
 
 /** Weight formats transformers.js can load, and the model file each one reads. */
 export const CROSS_ENCODER_DTYPES = {
@@ -53,8 +55,14 @@ export interface CrossEncoderOptions {
   maxLength?: number;
   /** Weight format (which ONNX file of `onnx/` is read). Default `fp32` (`onnx/model.onnx`). */
   dtype?: CrossEncoderDtype;
-  /** onnxruntime intra-op threads; default: onnxruntime's choice (all cores). */
+  /** onnxruntime intra-op threads per worker; default: onnxruntime's choice (all cores). */
   threads?: number;
+  /**
+   * Worker threads, each with its own tokenizer and ONNX session (memory: one
+   * model copy each). Batches of one call are spread over them, and calls
+   * run side by side. Default 1.
+   */
+  workers?: number;
 }
 
 /** Where a model comes from: a folder on disk or a Hugging Face Hub id. */
@@ -86,22 +94,6 @@ interface Encoded {
   token_type_ids?: number[];
 }
 
-interface Loaded {
-  tokenizer: PreTrainedTokenizer;
-  model: PreTrainedModel;
-  Tensor: typeof Tensor;
-  maxLength: number;
-  padId: number;
-  padLeft: boolean;
-}
-
-/** True when `ids[at..]` starts with `part`. */
-function matchesAt(ids: readonly number[], part: readonly number[], at: number): boolean {
-  if (at < 0 || at + part.length > ids.length) return false;
-  for (let i = 0; i < part.length; i++) if (ids[at + i] !== part[i]) return false;
-  return true;
-}
-
 /**
  * Cuts an encoded pair to `maxLength` tokens the way Hugging Face's
  * `longest_first` strategy does: tokens are removed one at a time from the end
@@ -116,39 +108,36 @@ export function truncatePair(
   b: readonly number[],
   maxLength: number,
 ): Encoded {
-  const ids = enc.input_ids;
-  const n = ids.length;
-  if (n <= maxLength) return enc;
-  const specials = n - a.length - b.length;
-  let keep: number[] | undefined;
-  for (let p = 0; p <= specials && !keep; p++) {
-    if (!matchesAt(ids, a, p)) continue;
-    for (let suffix = 0; suffix <= specials - p; suffix++) {
-      const q = n - suffix - b.length;
-      if (q < p + a.length) break;
-      if (!matchesAt(ids, b, q)) continue;
-      let ka = a.length;
-      let kb = b.length;
-      for (let excess = n - maxLength; excess > 0 && ka + kb > 0; excess--) {
-        if (ka > kb) ka--;
-        else kb--;
-      }
-      keep = [];
-      for (let i = 0; i < n; i++) {
-        const inA = i >= p && i < p + a.length;
-        const inB = i >= q && i < q + b.length;
-        if ((!inA && !inB) || (inA && i < p + ka) || (inB && i < q + kb)) keep.push(i);
-      }
-      break;
-    }
-  }
-  if (!keep || keep.length > maxLength) {
-    keep = [...Array(Math.max(0, maxLength - 1)).keys(), n - 1];
-  }
-  const pick = (xs: number[]): number[] => (keep as number[]).map((i) => xs[i] as number);
-  const out: Encoded = { input_ids: pick(enc.input_ids), attention_mask: pick(enc.attention_mask) };
-  if (enc.token_type_ids) out.token_type_ids = pick(enc.token_type_ids);
-  return out;
+  return compiledTruncatePair(enc, a, b, maxLength);
+}
+
+/** The workers' implementation (./cross-encoder-worker.ts), compiled here so both threads run the same code. */
+const compiledTruncatePair = new Function(`${TRUNCATE_PAIR_SOURCE}\nreturn truncatePair;`)() as (
+  enc: Encoded,
+  a: readonly number[],
+  b: readonly number[],
+  maxLength: number,
+) => Encoded;
+
+/** Waits for `promise`, rejecting with the abort reason as soon as `signal` aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  promise.catch(() => undefined);
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /**
@@ -162,22 +151,35 @@ export function truncatePair(
  *
  * Inputs: each pair is tokenised as `(query, passage)` with the model's
  * tokenizer and cut to the model's maximum length with `longest_first`
- * truncation (see {@link truncatePair}); pairs are sorted by length and run in
- * batches of `batchSize`, padded per batch. Identical passages are scored once.
+ * truncation (see {@link truncatePair}); passages are sorted by length and
+ * run in batches of `batchSize`, padded per batch (padding is masked, so
+ * scores do not depend on the batching). Identical passages are scored once.
  *
- * Loading: the tokenizer and the ONNX session are loaded on the first call
- * (or {@link CrossEncoderReranker.load}) and kept. A folder is checked for
- * `config.json`, `tokenizer.json`, `tokenizer_config.json` and
- * `onnx/<dtype file>` first. `rerank` with no documents never loads the model.
+ * Loading: the tokenizer and the ONNX session are loaded in each worker on
+ * the first call (or {@link CrossEncoderReranker.load}) and kept; concurrent
+ * first calls share one load. A folder is checked for `config.json`,
+ * `tokenizer.json`, `tokenizer_config.json` and `onnx/<dtype file>` first.
+ * `rerank` with no documents never loads the model. A failed load is retried
+ * by the next call (in new workers, so a fixed folder is picked up).
  *
- * Threading: onnxruntime-node runs a batch synchronously on the calling
- * thread (on its own thread pool, but the JavaScript thread waits); the event
- * loop runs between batches. Keep batches small or run it in a worker when
- * latency of other work matters.
+ * Threading: tokenisation and inference run in `workers` worker threads
+ * (default 1), never on the thread that calls `rerank`, whose event loop
+ * keeps running (a server can answer other requests meanwhile). Workers start
+ * on first use, do not keep the process alive while idle and stop with
+ * {@link CrossEncoderReranker.close}. A worker that dies fails the calls it
+ * was running (a {@link RerankError} naming the model) and is replaced by the
+ * next call.
  *
- * Errors: {@link RerankError} naming the folder (or hub id) and the missing
- * files, or the loader's message, when the model cannot load; naming the
- * reranker when inference fails.
+ * Abort: checked before each batch is sent; an abort while a batch runs
+ * rejects at once (the worker finishes that batch and the result is dropped).
+ *
+ * Errors: {@link RerankError}s, all starting with the reranker's name —
+ * naming the folder (or hub id) and the missing files, or the loader's
+ * message, when the model cannot load; `inference failed on model folder
+ * "…": …` when onnxruntime fails; `model folder "…": the cross-encoder worker
+ * (thread n) stopped unexpectedly: …` when a worker dies; `… workers were
+ * closed` for calls cut short by {@link CrossEncoderReranker.close}; the
+ * problem alone for an unusable output (e.g. 3 labels).
  */
 export class CrossEncoderReranker implements Reranker {
   readonly name: string;
@@ -185,9 +187,13 @@ export class CrossEncoderReranker implements Reranker {
   /** Where the model is loaded from. */
   readonly source: ModelSource;
   private readonly batchSize: number;
-  private loading: Promise<Loaded> | undefined;
+  private readonly workers: number;
+  private readonly dtype: CrossEncoderDtype;
+  private readonly pool: WorkerPool;
+  /** The one load shared by concurrent first calls; reset after a failure. */
+  private loading: Promise<void> | undefined;
 
-  constructor(private readonly options: CrossEncoderOptions) {
+  constructor(options: CrossEncoderOptions) {
     this.source = resolveModelSource(options.model);
     const short =
       this.source.kind === "hub"
@@ -210,36 +216,63 @@ export class CrossEncoderReranker implements Reranker {
         `dtype must be one of ${Object.keys(CROSS_ENCODER_DTYPES).join(", ")}, got ${String(options.dtype)}`,
       );
     }
+    this.workers = options.workers ?? 1;
+    if (!Number.isInteger(this.workers) || this.workers < 1) {
+      throw new RerankError(this.name, `workers must be a positive integer, got ${String(options.workers)}`);
+    }
+    this.dtype = options.dtype ?? "fp32";
+    const folder = this.source.kind === "folder";
+    this.pool = crossEncoderPool(this.workers, {
+      location: this.source.location,
+      localOnly: folder,
+      allowRemote: !folder,
+      dtype: this.dtype,
+      threads: options.threads,
+      maxLength: options.maxLength,
+      where: this.where(),
+      hint: folder ? "" : " (not a local folder; downloading needs internet access)",
+      checkJson: folder ? ["config.json", "tokenizer.json", "tokenizer_config.json"] : [],
+    });
+  }
+
+  /** Thread ids of the worker threads that have run this reranker's batches (diagnostics). */
+  get workerThreadIds(): number[] {
+    return this.pool.threadIds;
   }
 
   /**
-   * Loads the tokenizer and the model now (otherwise done on the first
-   * `rerank`), e.g. at start-up. A failed load is retried on the next call.
+   * Starts the workers and loads the tokenizer and the model in each now
+   * (otherwise done on the first `rerank`), e.g. at start-up. Concurrent
+   * calls share one load; a failed load is retried on the next call.
    * @throws RerankError naming the folder or hub id.
    */
-  async load(): Promise<void> {
-    await this.loaded();
+  load(): Promise<void> {
+    return this.loaded();
   }
 
   rerank(query: string, docs: string[], options?: RerankOptions): Promise<RerankScore[]> {
     return rerankDistinct(this.name, docs, options, (texts) => this.score(query, texts, options?.signal));
   }
 
-  /** Releases the ONNX session. */
+  /**
+   * Stops the worker threads (releasing their ONNX sessions); calls still
+   * running reject. A later call would start new workers and load again.
+   */
   async close(): Promise<void> {
-    const loading = this.loading;
     this.loading = undefined;
-    if (!loading) return;
-    try {
-      await (await loading).model.dispose();
-    } catch {
-      // a failed load has nothing to release
-    }
+    await this.pool.close();
   }
 
-  private loaded(): Promise<Loaded> {
+  private loaded(): Promise<void> {
     if (!this.loading) {
-      const loading = this.loadModel();
+      const loading = (async () => {
+        this.checkFolder();
+        try {
+          await this.pool.warm();
+        } catch (error) {
+          throw this.wrap(error);
+        }
+      })();
       this.loading = loading;
       loading.catch(() => {
         if (this.loading === loading) this.loading = undefined;
@@ -254,169 +287,75 @@ export class CrossEncoderReranker implements Reranker {
       : `Hugging Face model "${this.source.location}"`;
   }
 
-  private async loadModel(): Promise<Loaded> {
+  /** Checks a folder's files on the calling thread (cheap), so a wrong path fails before any worker starts. */
+  private checkFolder(): void {
     const { location, kind } = this.source;
-    const dtype = this.options.dtype ?? "fp32";
-    if (kind === "folder") {
-      if (!existsSync(location) || !statSync(location).isDirectory()) {
-        throw new RerankError(this.name, `${this.where()} does not exist or is not a folder`);
-      }
-      const needed = [
-        "config.json",
-        "tokenizer.json",
-        "tokenizer_config.json",
-        `onnx/${CROSS_ENCODER_DTYPES[dtype]}`,
-      ];
-      const missing = needed.filter((f) => !existsSync(join(location, f)));
-      if (missing.length > 0) {
-        throw new RerankError(
-          this.name,
-          `${this.where()} lacks ${missing.join(", ")} (expected the layout of cross-encoder/ms-marco-MiniLM-L-6-v2: ${needed.join(", ")})`,
-        );
-      }
-      for (const file of needed.slice(0, 3)) {
-        try {
-          JSON.parse(readFileSync(join(location, file), "utf8"));
-        } catch (error) {
-          throw new RerankError(
-            this.name,
-            `${this.where()}: ${file} is not valid JSON (${describeError(error)})`,
-            {
-              cause: error,
-            },
-          );
-        }
-      }
+    if (kind !== "folder") return;
+    if (!existsSync(location) || !statSync(location).isDirectory()) {
+      throw new RerankError(this.name, `${this.where()} does not exist or is not a folder`);
     }
-    let lib: typeof import("@huggingface/transformers");
-    try {
-      lib = await import("@huggingface/transformers");
-    } catch (error) {
-      throw new RerankError(this.name, `cannot load @huggingface/transformers: ${describeError(error)}`, {
-        cause: error,
-      });
-    }
-    const hint = kind === "hub" ? " (not a local folder; downloading needs internet access)" : "";
-    const common = kind === "folder" ? { local_files_only: true } : {};
-    let tokenizer: PreTrainedTokenizer;
-    try {
-      tokenizer = await lib.AutoTokenizer.from_pretrained(location, common);
-    } catch (error) {
+    const needed = [
+      "config.json",
+      "tokenizer.json",
+      "tokenizer_config.json",
+      `onnx/${CROSS_ENCODER_DTYPES[this.dtype]}`,
+    ];
+    const missing = needed.filter((f) => !existsSync(join(location, f)));
+    if (missing.length > 0) {
       throw new RerankError(
         this.name,
-        `cannot load the tokenizer of ${this.where()}${hint}: ${describeError(error)}`,
-        {
-          cause: error,
-        },
+        `${this.where()} lacks ${missing.join(", ")} (expected the layout of cross-encoder/ms-marco-MiniLM-L-6-v2: ${needed.join(", ")})`,
       );
     }
-    let model: PreTrainedModel;
-    try {
-      model = await lib.AutoModelForSequenceClassification.from_pretrained(location, {
-        ...common,
-        dtype,
-        device: "cpu",
-        session_options: this.options.threads ? { intraOpNumThreads: this.options.threads } : {},
-      });
-    } catch (error) {
-      throw new RerankError(
-        this.name,
-        `cannot load the model of ${this.where()}${hint}: ${describeError(error)}`,
-        {
-          cause: error,
-        },
-      );
+  }
+
+  /** A worker failure as a {@link RerankError}; the caller's abort reason passes through. */
+  private wrap(error: unknown, signal?: AbortSignal): unknown {
+    if (isAbortOf(signal, error) || error instanceof RerankError) return error;
+    if (error instanceof WorkerCrashError) {
+      return new RerankError(this.name, `${this.where()}: ${error.message}`, { cause: error });
     }
-    const config = model.config as unknown as { max_position_embeddings?: number };
-    const caps = [this.options.maxLength, tokenizer.model_max_length, config.max_position_embeddings].filter(
-      (x): x is number => typeof x === "number" && Number.isFinite(x) && x > 0,
-    );
-    const maxLength = caps.length > 0 ? Math.min(...caps) : 512;
-    const padId = typeof tokenizer.pad_token_id === "number" ? tokenizer.pad_token_id : 0;
-    return {
-      tokenizer,
-      model,
-      Tensor: lib.Tensor,
-      maxLength,
-      padId,
-      padLeft: tokenizer.padding_side === "left",
-    };
+    // Load errors name the folder already; inference errors name it from the worker.
+    const message = error instanceof WorkerTaskError ? error.message : describeError(error);
+    return new RerankError(this.name, message, { cause: error });
   }
 
   private async score(query: string, texts: string[], signal: AbortSignal | undefined): Promise<number[]> {
-    const m = await this.loaded();
+    await abortable(this.loaded(), signal);
     throwIfAborted(signal);
-    const queryIds = m.tokenizer.encode(query, { add_special_tokens: false });
-    const pairs = texts.map((passage) => {
-      const enc = m.tokenizer._call(query, {
-        text_pair: passage,
-        return_tensor: false,
-        return_token_type_ids: true,
-      }) as unknown as Encoded;
-      if (enc.input_ids.length <= m.maxLength) return enc;
-      return truncatePair(
-        enc,
-        queryIds,
-        m.tokenizer.encode(passage, { add_special_tokens: false }),
-        m.maxLength,
-      );
-    });
-    // Longest first, so each batch pads to similar lengths.
-    const order = pairs
-      .map((_, i) => i)
-      .sort((x, y) => (pairs[y]?.input_ids.length ?? 0) - (pairs[x]?.input_ids.length ?? 0));
-    const scores = new Array<number>(texts.length);
+    // Longest first, so each batch pads to similar lengths; scores are put back in input order.
+    const order = texts.map((_, i) => i).sort((x, y) => (texts[y]?.length ?? 0) - (texts[x]?.length ?? 0));
+    const batches: number[][] = [];
     for (let start = 0; start < order.length; start += this.batchSize) {
-      throwIfAborted(signal);
-      const rows = order.slice(start, start + this.batchSize);
-      const batch = await this.runBatch(
-        m,
-        rows.map((i) => pairs[i] as Encoded),
-      );
-      rows.forEach((i, k) => {
-        scores[i] = batch[k] as number;
-      });
+      batches.push(order.slice(start, start + this.batchSize));
+    }
+    const scores = new Array<number>(texts.length);
+    let next = 0;
+    // One lane per worker: each sends its next batch when the previous one is back.
+    const lane = async (): Promise<void> => {
+      for (let b = next++; b < batches.length; b = next++) {
+        throwIfAborted(signal);
+        const rows = batches[b] as number[];
+        const { value } = await abortable(
+          this.pool.run<Float64Array>({ query, texts: rows.map((i) => texts[i] as string) }),
+          signal,
+        );
+        if (value.length !== rows.length) {
+          throw new RerankError(
+            this.name,
+            `the worker returned ${value.length} scores for ${rows.length} pairs`,
+          );
+        }
+        rows.forEach((i, k) => {
+          scores[i] = value[k] as number;
+        });
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: Math.min(this.workers, batches.length) }, lane));
+    } catch (error) {
+      throw this.wrap(error, signal);
     }
     return scores;
-  }
-
-  /** Runs one padded batch; returns a probability per row. */
-  private async runBatch(m: Loaded, rows: Encoded[]): Promise<number[]> {
-    const width = Math.max(...rows.map((r) => r.input_ids.length));
-    const size = rows.length * width;
-    const ids = new BigInt64Array(size).fill(BigInt(m.padId));
-    const mask = new BigInt64Array(size);
-    const types = new BigInt64Array(size);
-    rows.forEach((r, row) => {
-      const offset = row * width + (m.padLeft ? width - r.input_ids.length : 0);
-      for (let t = 0; t < r.input_ids.length; t++) {
-        ids[offset + t] = BigInt(r.input_ids[t] as number);
-        mask[offset + t] = BigInt(r.attention_mask[t] as number);
-        types[offset + t] = BigInt(r.token_type_ids?.[t] ?? 0);
-      }
-    });
-    const dims = [rows.length, width];
-    const output = (await m.model({
-      input_ids: new m.Tensor("int64", ids, dims),
-      attention_mask: new m.Tensor("int64", mask, dims),
-      token_type_ids: new m.Tensor("int64", types, dims),
-    })) as { logits?: Tensor };
-    const logits = output.logits;
-    if (logits?.dims.length !== 2 || logits.dims[0] !== rows.length) {
-      throw new RerankError(
-        this.name,
-        `the model returned no logits of shape [${rows.length}, 1] (got ${logits ? `[${logits.dims.join(", ")}]` : "none"})`,
-      );
-    }
-    const labels = logits.dims[1] as number;
-    if (labels !== 1 && labels !== 2) {
-      throw new RerankError(this.name, `expected a model with 1 or 2 labels, got ${labels}`);
-    }
-    const data = logits.data as Float32Array;
-    return rows.map((_, r) =>
-      labels === 1
-        ? sigmoid(data[r] as number)
-        : sigmoid((data[2 * r + 1] as number) - (data[2 * r] as number)),
-    );
   }
 }

@@ -1,0 +1,378 @@
+/**
+ * Conversation memory: an agent's past turns, embedded and recalled across the
+ * threads of a session.
+ *
+ * Each turn (a user message and the assistant's reply) is embedded as a whole,
+ * as one vector of the text `User: …\nAssistant: …`, and stored in the data
+ * directory's database (tables `agent_memories` and `agent_memory_vectors`).
+ * {@link ConversationMemory.recall} finds the turns of the session's OTHER threads
+ * closest to a query: the current thread is excluded (its recent messages are in
+ * the prompt already), and other sessions are never seen.
+ *
+ * Models: every vector is stored with the provider and model that made it, and
+ * recall compares only vectors of the memory's current embedder. A turn that has
+ * no vector of that model yet (it was remembered under another model, or with
+ * another dimension) is re-embedded from its stored text at recall and the new
+ * vector is stored beside the old one, so vectors of different models are never
+ * compared, nothing is lost when the model changes, and two memories with
+ * different models can share one database. Re-embedding goes through the
+ * embedding cache, so it costs one model call per turn and model.
+ *
+ * Scale: recall is a brute-force cosine over the vectors of one session
+ * (O(turns × dimension) per query: ~1 ms for 1,000 turns of 512-d vectors).
+ * Sessions are assumed small (up to some thousands of turns); nothing is
+ * indexed for approximate search.
+ */
+import { DEFAULT_KB, type EmbeddingConfig, embeddingConfig } from "../config.js";
+import type { Embedder } from "../embed/contract.js";
+import { KnowledgeLayerError } from "../errors.js";
+import type { KnowledgeLayer } from "../knowledge-layer.js";
+import { blobToVector, type Db, vectorToBlob } from "../store/database.js";
+
+/** Default number of memories {@link ConversationMemory.recall} returns. */
+export const DEFAULT_MEMORY_TOP_K = 3;
+/** Default minimum cosine similarity of a recalled memory. */
+export const DEFAULT_MEMORY_THRESHOLD = 0.45;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS agent_memories (
+  id INTEGER PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  thread_id TEXT NOT NULL,
+  at TEXT NOT NULL,
+  user_text TEXT NOT NULL,
+  assistant_text TEXT NOT NULL,
+  text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS agent_memories_session ON agent_memories (session_id, thread_id);
+CREATE TABLE IF NOT EXISTS agent_memory_vectors (
+  memory_id INTEGER NOT NULL REFERENCES agent_memories (id) ON DELETE CASCADE,
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  dimension INTEGER NOT NULL,
+  vector BLOB NOT NULL,
+  PRIMARY KEY (memory_id, provider, model)
+);
+`;
+
+/** Options for {@link ConversationMemory}: which embedder to use (first given wins). */
+export interface ConversationMemoryOptions {
+  /** An embedder to use as is (e.g. a test double, or a KB's `kl.embedder(config)`). */
+  embedder?: Embedder;
+  /** An embedding configuration (provider, model, …), as in a KB's `embedding` section. */
+  embedding?: Partial<EmbeddingConfig>;
+  /** Use this knowledge base's embedder (default: the default KB's). */
+  kb?: string;
+}
+
+/** A turn to remember. */
+export interface RememberInput {
+  sessionId: string;
+  threadId: string;
+  /** The user's message. */
+  user: string;
+  /** The assistant's reply. */
+  assistant: string;
+  /** When the turn happened (default now). Stored as an ISO-8601 string. */
+  at?: Date | string | number;
+}
+
+/** A stored turn. */
+export interface Memory {
+  id: number;
+  sessionId: string;
+  threadId: string;
+  /** ISO-8601 time of the turn. */
+  at: string;
+  user: string;
+  assistant: string;
+  /** The embedded text: `User: …\nAssistant: …`. */
+  text: string;
+}
+
+/** A recalled turn with its similarity to the query. */
+export interface RecalledMemory extends Memory {
+  /** Cosine similarity between the query and the turn, in [-1, 1]. */
+  score: number;
+  /** Returned by the fallback although below the threshold. */
+  belowThreshold?: boolean;
+}
+
+/** Options for {@link ConversationMemory.recall}. */
+export interface RecallOptions {
+  sessionId: string;
+  /** The current thread: its turns are excluded. */
+  threadId: string;
+  query: string;
+  /** Largest number of memories returned (default 3). An integer ≥ 1. */
+  topK?: number;
+  /** Minimum cosine similarity (default 0.45), in [-1, 1]. */
+  threshold?: number;
+  /**
+   * When no memory reaches the threshold, return the best `topK` anyway, each
+   * flagged `belowThreshold` (the empty-result fallback). Default false.
+   */
+  fallback?: boolean;
+}
+
+/** The text a turn is embedded as. */
+export function memoryText(user: string, assistant: string): string {
+  return `User: ${user}\nAssistant: ${assistant}`;
+}
+
+/**
+ * Cosine similarity of two vectors of the same length (0 when either is all zeros).
+ * @throws KnowledgeLayerError when the lengths differ.
+ */
+export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) {
+    throw new KnowledgeLayerError(`cannot compare vectors of lengths ${a.length} and ${b.length}`);
+  }
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}
+
+interface MemoryRow {
+  id: number;
+  session_id: string;
+  thread_id: string;
+  at: string;
+  user_text: string;
+  assistant_text: string;
+  text: string;
+}
+
+/**
+ * Remembers conversation turns and recalls them across the threads of a session.
+ * See the module documentation for the model rule and the scale assumption.
+ *
+ * ```ts
+ * const memory = new ConversationMemory(kl);
+ * await memory.remember({ sessionId: "s1", threadId: "t1", user: "…", assistant: "…" });
+ * const hits = await memory.recall({ sessionId: "s1", threadId: "t2", query: "…" });
+ * ```
+ */
+export class ConversationMemory {
+  /** The embedder turns and queries are embedded with. */
+  readonly embedder: Embedder;
+  private readonly db: Db;
+
+  /**
+   * Creates the memory tables if needed.
+   * @throws KnowledgeLayerError for an unknown `kb`; ConfigError for an invalid `embedding`.
+   */
+  constructor(kl: KnowledgeLayer, options: ConversationMemoryOptions = {}) {
+    this.db = kl.db;
+    this.db.exec(SCHEMA);
+    if (options.embedder) this.embedder = options.embedder;
+    else if (options.embedding) {
+      const base = kl.getKb(options.kb ?? DEFAULT_KB).config;
+      this.embedder = kl.embedder({ ...base, embedding: embeddingConfig(options.embedding) });
+    } else this.embedder = kl.embedder(kl.getKb(options.kb ?? DEFAULT_KB).config);
+  }
+
+  /**
+   * Stores a turn with its vector (one embedding of {@link memoryText}).
+   * @returns the stored memory.
+   * @throws KnowledgeLayerError for a missing id, non-string texts, an empty turn or
+   *   an invalid time; the embedder's error when embedding fails (nothing is stored then).
+   */
+  async remember(input: RememberInput): Promise<Memory> {
+    checkId("sessionId", input.sessionId);
+    checkId("threadId", input.threadId);
+    if (typeof input.user !== "string" || typeof input.assistant !== "string") {
+      throw new KnowledgeLayerError("remember: user and assistant must be strings");
+    }
+    if (input.user.trim() === "" && input.assistant.trim() === "") {
+      throw new KnowledgeLayerError("remember: the turn is empty (no user message and no reply)");
+    }
+    const at = toIso(input.at);
+    const text = memoryText(input.user, input.assistant);
+    const [vector] = await this.embedder.embedTexts([text]);
+    if (!vector) throw new KnowledgeLayerError(`remember: ${this.modelName()} returned no vector`);
+    const id = this.db
+      .transaction(() => {
+        const info = this.db
+          .prepare(
+            "INSERT INTO agent_memories (session_id, thread_id, at, user_text, assistant_text, text) VALUES (?, ?, ?, ?, ?, ?)",
+          )
+          .run(input.sessionId, input.threadId, at, input.user, input.assistant, text);
+        const memoryId = Number(info.lastInsertRowid);
+        this.storeVector(memoryId, vector);
+        return memoryId;
+      })
+      .immediate();
+    return {
+      id,
+      sessionId: input.sessionId,
+      threadId: input.threadId,
+      at,
+      user: input.user,
+      assistant: input.assistant,
+      text,
+    };
+  }
+
+  /**
+   * The session's memories from threads other than `threadId` whose cosine
+   * similarity to `query` is at least `threshold`, best first (ties: newer first),
+   * at most `topK`. With `fallback` and none at the threshold, the best `topK`
+   * flagged `belowThreshold`. Turns without a vector of the current model are
+   * re-embedded first (see the module documentation).
+   * @throws KnowledgeLayerError for invalid options; the embedder's error when embedding fails.
+   */
+  async recall(options: RecallOptions): Promise<RecalledMemory[]> {
+    checkId("sessionId", options.sessionId);
+    checkId("threadId", options.threadId);
+    if (typeof options.query !== "string" || options.query.trim() === "") {
+      throw new KnowledgeLayerError("recall: the query is empty");
+    }
+    const topK = options.topK ?? DEFAULT_MEMORY_TOP_K;
+    const threshold = options.threshold ?? DEFAULT_MEMORY_THRESHOLD;
+    checkTopK("recall: topK", topK);
+    checkThreshold("recall: threshold", threshold);
+    const rows = this.db
+      .prepare("SELECT * FROM agent_memories WHERE session_id = ? AND thread_id <> ? ORDER BY id")
+      .all(options.sessionId, options.threadId) as MemoryRow[];
+    if (rows.length === 0) return [];
+    const queryVector = await this.embedder.embedQuery(options.query);
+    const vectors = await this.vectorsOf(rows, queryVector.length);
+    const scored: RecalledMemory[] = rows.map((row, i) => ({
+      ...toMemory(row),
+      score: cosineSimilarity(queryVector, vectors[i] as Float32Array),
+    }));
+    scored.sort((a, b) => b.score - a.score || b.at.localeCompare(a.at) || b.id - a.id);
+    const passing = scored.filter((m) => m.score >= threshold);
+    if (passing.length > 0 || !options.fallback) return passing.slice(0, topK);
+    return scored.slice(0, topK).map((m) => ({ ...m, belowThreshold: true }));
+  }
+
+  /**
+   * Lists stored memories of a session (of one thread when given), oldest first.
+   * @throws KnowledgeLayerError for a missing session id.
+   */
+  list(filter: { sessionId: string; threadId?: string }): Memory[] {
+    checkId("sessionId", filter.sessionId);
+    const rows = (
+      filter.threadId === undefined
+        ? this.db
+            .prepare("SELECT * FROM agent_memories WHERE session_id = ? ORDER BY id")
+            .all(filter.sessionId)
+        : this.db
+            .prepare("SELECT * FROM agent_memories WHERE session_id = ? AND thread_id = ? ORDER BY id")
+            .all(filter.sessionId, filter.threadId)
+    ) as MemoryRow[];
+    return rows.map(toMemory);
+  }
+
+  /**
+   * Deletes a session's memories (one thread's when `threadId` is given) with their vectors.
+   * @returns how many turns were deleted.
+   * @throws KnowledgeLayerError for a missing session id or an empty thread id.
+   */
+  forget(filter: { sessionId: string; threadId?: string }): number {
+    checkId("sessionId", filter.sessionId);
+    if (filter.threadId !== undefined) checkId("threadId", filter.threadId);
+    const info =
+      filter.threadId === undefined
+        ? this.db.prepare("DELETE FROM agent_memories WHERE session_id = ?").run(filter.sessionId)
+        : this.db
+            .prepare("DELETE FROM agent_memories WHERE session_id = ? AND thread_id = ?")
+            .run(filter.sessionId, filter.threadId);
+    return info.changes;
+  }
+
+  /**
+   * The current model's vector of each row, re-embedding (and storing) those that
+   * have none or one of another length than the query vector.
+   */
+  private async vectorsOf(rows: MemoryRow[], dimension: number): Promise<Float32Array[]> {
+    const get = this.db.prepare(
+      "SELECT vector FROM agent_memory_vectors WHERE memory_id = ? AND provider = ? AND model = ?",
+    );
+    const out: (Float32Array | undefined)[] = rows.map((row) => {
+      const hit = get.get(row.id, this.embedder.provider, this.embedder.modelId) as
+        | { vector: Buffer }
+        | undefined;
+      const vector = hit ? blobToVector(hit.vector) : undefined;
+      return vector && vector.length === dimension ? vector : undefined;
+    });
+    const missing = rows.map((row, i) => ({ row, i })).filter(({ i }) => out[i] === undefined);
+    if (missing.length > 0) {
+      const fresh = await this.embedder.embedTexts(missing.map(({ row }) => row.text));
+      this.db
+        .transaction(() => {
+          missing.forEach(({ row, i }, j) => {
+            const vector = fresh[j] as Float32Array;
+            out[i] = vector;
+            // The turn may have been forgotten while it was embedded.
+            const exists = this.db.prepare("SELECT 1 FROM agent_memories WHERE id = ?").get(row.id);
+            if (exists) this.storeVector(row.id, vector);
+          });
+        })
+        .immediate();
+    }
+    return out as Float32Array[];
+  }
+
+  private storeVector(memoryId: number, vector: Float32Array): void {
+    this.db
+      .prepare(
+        "INSERT OR REPLACE INTO agent_memory_vectors (memory_id, provider, model, dimension, vector) VALUES (?, ?, ?, ?, ?)",
+      )
+      .run(memoryId, this.embedder.provider, this.embedder.modelId, vector.length, vectorToBlob(vector));
+  }
+
+  private modelName(): string {
+    return `${this.embedder.provider}:${this.embedder.modelId}`;
+  }
+}
+
+function toMemory(row: MemoryRow): Memory {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    threadId: row.thread_id,
+    at: row.at,
+    user: row.user_text,
+    assistant: row.assistant_text,
+    text: row.text,
+  };
+}
+
+function checkId(name: string, value: unknown): void {
+  if (typeof value !== "string" || value === "") {
+    throw new KnowledgeLayerError(`${name} must be a non-empty string (got ${JSON.stringify(value)})`);
+  }
+}
+
+/** @throws KnowledgeLayerError unless `value` is an integer ≥ 1. */
+export function checkTopK(name: string, value: number): void {
+  if (!(Number.isInteger(value) && value >= 1)) {
+    throw new KnowledgeLayerError(`${name} must be an integer >= 1 (got ${String(value)})`);
+  }
+}
+
+/** @throws KnowledgeLayerError unless `value` is a cosine threshold in [-1, 1]. */
+export function checkThreshold(name: string, value: number): void {
+  if (!(Number.isFinite(value) && value >= -1 && value <= 1)) {
+    throw new KnowledgeLayerError(`${name} must be a number from -1 to 1 (got ${String(value)})`);
+  }
+}
+
+function toIso(at: RememberInput["at"]): string {
+  const date = at === undefined ? new Date() : at instanceof Date ? at : new Date(at);
+  if (Number.isNaN(date.getTime())) {
+    throw new KnowledgeLayerError(`remember: invalid time ${JSON.stringify(String(at))}`);
+  }
+  return date.toISOString();
+}

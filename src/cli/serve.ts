@@ -1,0 +1,187 @@
+/**
+ * `kl serve` (the HTTP API) and `kl apikey` (API keys scoped to a tenant).
+ *
+ * ```sh
+ * kl apikey create acme            # prints a new key for tenant "acme" (shown once)
+ * kl serve --port 8080             # http://127.0.0.1:8080, OpenAPI at /openapi.json
+ * curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8080/kbs
+ * ```
+ */
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { KnowledgeLayerError } from "../errors.js";
+import { KnowledgeLayer } from "../knowledge-layer.js";
+import { buildServer, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from "../server/app.js";
+import { createApiKey, listApiKeys, revokeApiKey } from "../server/tenancy.js";
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+const positive =
+  (flag: string, integer: boolean) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === "" || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n)))
+      throw new InvalidArgumentError(`${flag} must be a positive ${integer ? "integer" : "number"}`);
+    return n;
+  };
+
+const port = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError("--port must be from 0 to 65535");
+  return n;
+};
+
+/** Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`). */
+function open(command: Command, offThread = false): KnowledgeLayer {
+  const opts = command.optsWithGlobals() as { dataDir?: string };
+  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread });
+}
+
+/** Prints a new key for `tenant`. */
+function printNewKey(kl: KnowledgeLayer, tenant: string, label: string | undefined, json: boolean): void {
+  const created = createApiKey(kl.db, tenant, label);
+  if (json) console.log(JSON.stringify(created, null, 2));
+  else {
+    console.log(created.key);
+    console.error(
+      `kl: created API key ${created.id} for tenant "${tenant}"; it is shown only now (the data directory keeps its SHA-256)`,
+    );
+  }
+}
+
+/** Registers `kl serve` and `kl apikey create|list|revoke` on the program. */
+export function registerServeCommands(program: Command): void {
+  program
+    .command("serve")
+    .description(
+      "run the HTTP API (knowledge bases, uploads, jobs, agents, search; OpenAPI at /openapi.json); keys come from kl apikey create",
+    )
+    .option("--host <host>", "interface to listen on (0.0.0.0 for every interface)", "127.0.0.1")
+    .option("--port <n>", "port (0 picks a free one)", port, 8080)
+    .option(
+      "--max-file-mb <n>",
+      `largest uploaded file in MiB (default ${DEFAULT_MAX_FILE_BYTES / 1024 / 1024})`,
+      positive("--max-file-mb", false),
+    )
+    .option(
+      "--max-files <n>",
+      `most files per upload request (default ${DEFAULT_MAX_FILES})`,
+      positive("--max-files", true),
+    )
+    .option(
+      "--body-limit-kb <n>",
+      `largest JSON request body in KiB (default ${DEFAULT_BODY_LIMIT / 1024})`,
+      positive("--body-limit-kb", true),
+    )
+    .option(
+      "--allow-tenant-services",
+      "let API keys configure embedding providers, vector stores, rerankers and query expansion that call other services or read server files",
+    )
+    .addOption(
+      new Option("--log-level <level>", "request log level (JSON lines on stdout)")
+        .choices([...LOG_LEVELS])
+        .default("info"),
+    )
+    .option("--create-key <tenant>", "print a new API key for TENANT and exit (same as kl apikey create)")
+    .option("--key-label <label>", "label of the key made by --create-key")
+    .action(async (o, command: Command) => {
+      // A server must keep answering while a model runs: inference off the main thread.
+      const kl = open(command, o.createKey === undefined);
+      if (o.createKey !== undefined) {
+        try {
+          printNewKey(kl, o.createKey, o.keyLabel, false);
+        } finally {
+          await kl.close();
+        }
+        return;
+      }
+      let app: Awaited<ReturnType<typeof buildServer>>;
+      try {
+        app = await buildServer(kl, {
+          maxFileBytes: o.maxFileMb === undefined ? undefined : Math.floor(o.maxFileMb * 1024 * 1024),
+          maxFiles: o.maxFiles,
+          bodyLimit: o.bodyLimitKb === undefined ? undefined : o.bodyLimitKb * 1024,
+          allowTenantServices: Boolean(o.allowTenantServices),
+          logger: o.logLevel === "silent" ? false : { level: o.logLevel },
+        });
+        const address = await app.listen({ host: o.host, port: o.port });
+        console.error(
+          `kl serve: listening on ${address} (data directory ${kl.dataDir}; OpenAPI at ${address}/openapi.json)`,
+        );
+      } catch (error) {
+        await kl.close();
+        if ((error as NodeJS.ErrnoException).code === "EADDRINUSE")
+          throw new KnowledgeLayerError(
+            `kl serve: ${o.host}:${o.port} is already in use; choose another --port`,
+          );
+        throw error;
+      }
+      if (listApiKeys(kl.db).length === 0)
+        console.error("kl serve: no API keys yet; create one with: kl apikey create TENANT");
+      await new Promise<void>((resolve) => {
+        let stopping = false;
+        const stop = (signal: NodeJS.Signals): void => {
+          if (stopping) process.exit(1);
+          stopping = true;
+          console.error(
+            `kl serve: ${signal}: finishing running jobs, then stopping (send again to stop now)`,
+          );
+          void app
+            .close()
+            .catch((error: unknown) => console.error(`kl serve: error while stopping: ${String(error)}`))
+            .finally(() => kl.close().finally(resolve));
+        };
+        process.on("SIGINT", stop);
+        process.on("SIGTERM", stop);
+      });
+    });
+
+  const apikey = program
+    .command("apikey")
+    .description("manage API keys of kl serve (each is scoped to a tenant)");
+  apikey
+    .command("create")
+    .argument("<tenant>", "tenant name: 1-32 letters, digits, '_' or '-'")
+    .description("create an API key for a tenant and print it (only the SHA-256 is stored)")
+    .option("--label <label>", "a note to recognise the key by")
+    .option("--json", "print id, tenant and key as JSON")
+    .action(async (tenant: string, o, command: Command) => {
+      const kl = open(command);
+      try {
+        printNewKey(kl, tenant, o.label, Boolean(o.json));
+      } finally {
+        await kl.close();
+      }
+    });
+  apikey
+    .command("list")
+    .description("list API keys (ids, tenants, labels; never the keys)")
+    .option("--tenant <tenant>", "only this tenant's keys")
+    .option("--json", "print JSON")
+    .action(async (o, command: Command) => {
+      const kl = open(command);
+      try {
+        const keys = listApiKeys(kl.db, o.tenant);
+        if (o.json) console.log(JSON.stringify(keys, null, 2));
+        else
+          for (const k of keys)
+            console.log(`${k.id}  ${k.tenant.padEnd(20)} ${k.createdAt}  ${k.label ?? ""}`);
+      } finally {
+        await kl.close();
+      }
+    });
+  apikey
+    .command("revoke")
+    .argument("<id>", "key id (from kl apikey list)")
+    .description("delete an API key; requests with it get 401 from then on")
+    .action(async (id: string, _o, command: Command) => {
+      const kl = open(command);
+      try {
+        if (!revokeApiKey(kl.db, id))
+          throw new KnowledgeLayerError(`unknown API key id "${id}" (see kl apikey list)`);
+        console.log(`revoked API key ${id}`);
+      } finally {
+        await kl.close();
+      }
+    });
+}

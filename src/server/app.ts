@@ -1,0 +1,708 @@
+/**
+ * The HTTP API (`kl serve`): knowledge bases, document uploads ingested by
+ * background jobs (with server-sent progress events), agents with attached KBs,
+ * search, OpenAPI and health, on fastify. Every route but `/health` and
+ * `/openapi.json` needs an API key, and a key only sees its tenant's resources
+ * (see `tenancy.ts`).
+ *
+ * ```ts
+ * const kl = KnowledgeLayer.open({ dataDir });
+ * const app = await buildServer(kl);
+ * await app.listen({ port: 8080 });
+ * ```
+ */
+import { createWriteStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import type { ServerResponse } from "node:http";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import multipart from "@fastify/multipart";
+import swagger from "@fastify/swagger";
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import {
+  type KnowledgeBaseConfig,
+  parseRetrievalMode,
+  type RetrievalMode,
+  validateKbConfig,
+} from "../config.js";
+import { ConfigError } from "../errors.js";
+import type { ExtractOptions } from "../extract/contract.js";
+import type { DeepPartial, KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
+import { createReranker } from "../rerank/index.js";
+import type { KbRetrievalOverrides } from "../retrieve/search.js";
+import type { KbRecord } from "../store/catalog.js";
+import { redactKbConfig } from "../store/index.js";
+import { type Agent, AgentStore, type AttachmentRetrievalConfig } from "./agents.js";
+import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
+import { formatBytes, HttpError, installErrorHandlers } from "./errors.js";
+import { JobManager, type UploadedFile } from "./jobs.js";
+import { schemas } from "./schemas.js";
+import { installAuth, internalKbName, kbNameProblem, ownsKb, tenantKbName, tenantText } from "./tenancy.js";
+
+const VERSION: string = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+
+/** Options of {@link buildServer}. */
+export interface ServerOptions {
+  /** Largest uploaded file, in bytes (larger → 413). Default 50 MiB. */
+  maxFileBytes?: number;
+  /** Most files in one upload request (more → 413). Default 100. */
+  maxFiles?: number;
+  /** Largest JSON request body, in bytes (larger → 413). Default 1 MiB. */
+  bodyLimit?: number;
+  /**
+   * Let tenants choose embedding providers, vector stores, rerankers and query
+   * expansion that call other services or read server files (model folders).
+   * Default false: tenants get the bundled model, the embedded store and the
+   * offline rerankers, so an API key cannot make the server reach other hosts.
+   */
+  allowTenantServices?: boolean;
+  /** Finished jobs remembered for `GET /jobs/:id`. Default 1,000. */
+  maxFinishedJobs?: number;
+  /** Folder for uploads waiting to be ingested. Default `<dataDir>/uploads`. */
+  uploadsDir?: string;
+  /** fastify's logger option (default off; `kl serve` logs requests at info level). */
+  logger?: FastifyServerOptions["logger"];
+}
+
+/** Default largest uploaded file: 50 MiB. */
+export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
+/** Default largest JSON body: 1 MiB. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** Default most files per upload. */
+export const DEFAULT_MAX_FILES = 100;
+
+/** The multipart body of an upload, for the OpenAPI document (not validated: the route reads the parts). */
+const UPLOAD_BODY_DOC = {
+  type: "object",
+  properties: {
+    file: {
+      type: "array",
+      items: { type: "string", format: "binary" },
+      description: "one file part per document; the part's file name becomes the document's name",
+    },
+  },
+  required: ["file"],
+};
+
+type ConfigOverrides = DeepPartial<Omit<KnowledgeBaseConfig, "name">>;
+type Obj = Record<string, unknown>;
+
+/**
+ * Builds the fastify app of the HTTP API over an open {@link KnowledgeLayer}
+ * (which the caller keeps and closes after `app.close()`). Creates the server's
+ * own tables (API keys, agents) in `kl.db` if needed. Start it with
+ * `app.listen({ port })` (port 0 picks a free one).
+ */
+export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {}): Promise<FastifyInstance> {
+  const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const maxFiles = options.maxFiles ?? DEFAULT_MAX_FILES;
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const allowServices = options.allowTenantServices ?? false;
+
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit,
+    // Strict bodies: unknown fields are errors and types are not coerced.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true } },
+  });
+  const agents = new AgentStore(kl.db);
+  const jobs = new JobManager(kl, {
+    uploadsDir: options.uploadsDir ?? join(kl.dataDir, "uploads"),
+    maxFinishedJobs: options.maxFinishedJobs,
+    logError: (error, message) => app.log.error({ err: error }, message),
+  });
+  const streams = new Set<ServerResponse>();
+  // JSON bodies only (and multipart uploads): a text/plain body is a 415, not a string to validate.
+  app.removeContentTypeParser("text/plain");
+
+  installErrorHandlers(app, { bodyLimit, maxFiles });
+  installAuth(app, kl.db);
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.0.3",
+      info: {
+        title: "knowledge-layer API",
+        version: VERSION,
+        description:
+          "Knowledge bases, document ingest jobs, agents and search. Authenticate with `Authorization: Bearer <key>` (create keys with `kl apikey create TENANT`).",
+      },
+      components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
+    },
+    // The upload route reads its multipart body itself; describe that body in the document only.
+    transform: ({ schema, url, route }) =>
+      url === "/kbs/:kb/documents" && route.method === "POST"
+        ? { schema: { ...schema, body: UPLOAD_BODY_DOC }, url }
+        : { schema, url },
+  });
+  await app.register(multipart, {
+    throwFileSizeLimit: false,
+    limits: { fileSize: maxFileBytes, files: maxFiles, fields: 100, parts: maxFiles + 100 },
+  });
+  app.addHook("preClose", async () => {
+    for (const res of streams) res.end();
+    streams.clear();
+  });
+  app.addHook("onClose", async () => jobs.close());
+
+  /** The tenant's KB `name`, or a 404 (also for another tenant's KB). */
+  const requireKb = (tenant: string, name: string): KbRecord => {
+    const kb = kbNameProblem(tenant, name) ? undefined : kl.catalog.getKb(internalKbName(tenant, name));
+    if (!kb) throw new HttpError(404, `knowledge base "${name}" not found`);
+    return kb;
+  };
+
+  const kbView = (tenant: string, kb: KbRecord) => ({
+    name: tenantKbName(tenant, kb.name),
+    createdAt: kb.createdAt,
+    config: redactSecrets({ ...kb.config, name: tenantKbName(tenant, kb.name) }),
+    counts: kl.catalog.counts(kb.name),
+    activeJobs: jobs.active(kb.name).map((j) => j.id),
+  });
+
+  const agentView = (tenant: string, agent: Agent) => ({
+    id: agent.id,
+    name: agent.name,
+    description: agent.description,
+    topK: agent.topK,
+    kbs: agent.kbs.map((a) => ({ ...a, kb: tenantKbName(tenant, a.kb) })),
+    createdAt: agent.createdAt,
+    updatedAt: agent.updatedAt,
+  });
+
+  /** A search response in the tenant's names. */
+  const searchView = (tenant: string, response: SearchResponse) => {
+    const rename = <T>(o: Record<string, T>): Record<string, T> =>
+      Object.fromEntries(Object.entries(o).map(([k, v]) => [tenantKbName(tenant, k), v]));
+    return {
+      ...response,
+      kbs: response.kbs.map((k) => tenantKbName(tenant, k)),
+      rerankers: rename(response.rerankers),
+      ...(response.variants ? { variants: rename(response.variants) } : {}),
+      warnings: response.warnings.map((w) => tenantText(w, tenant)),
+      results: response.results.map((r) => ({ ...r, kb: tenantKbName(tenant, r.kb) })),
+    };
+  };
+
+  // ---- public ----
+
+  app.get("/health", { schema: schemas.health, config: { public: true } }, async () => {
+    kl.db.prepare("SELECT 1").get();
+    return { status: "ok", version: VERSION };
+  });
+
+  app.get("/openapi.json", { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
+
+  // ---- knowledge bases ----
+
+  app.post<{ Body: { name: string } & ConfigOverrides }>(
+    "/kbs",
+    { schema: schemas.createKb },
+    async (request, reply) => {
+      const { tenant } = request;
+      const { name, ...overrides } = request.body;
+      const problem = kbNameProblem(tenant, name);
+      if (problem) throw new HttpError(400, problem, "name");
+      checkTenantSettings(overrides as Obj, allowServices);
+      const internal = internalKbName(tenant, name);
+      if (kl.catalog.getKb(internal))
+        throw new HttpError(409, `knowledge base "${name}" already exists`, "name");
+      const record = kl.createKb(internal, overrides);
+      return reply
+        .code(201)
+        .header("location", `/kbs/${encodeURIComponent(name)}`)
+        .send(kbView(tenant, record));
+    },
+  );
+
+  app.get("/kbs", { schema: schemas.listKbs }, async (request) => {
+    const { tenant } = request;
+    return {
+      kbs: kl.catalog
+        .listKbs()
+        .filter((k) => ownsKb(tenant, k.name))
+        .map((k) => kbView(tenant, k)),
+    };
+  });
+
+  app.get<{ Params: { kb: string } }>("/kbs/:kb", { schema: schemas.getKb }, async (request) =>
+    kbView(request.tenant, requireKb(request.tenant, request.params.kb)),
+  );
+
+  app.patch<{ Params: { kb: string }; Body: { retrieval?: Obj; extraction?: Obj } }>(
+    "/kbs/:kb",
+    { schema: schemas.updateKb },
+    async (request) => {
+      const { tenant } = request;
+      const kb = requireKb(tenant, request.params.kb);
+      const { retrieval, extraction } = request.body;
+      checkTenantSettings({ retrieval }, allowServices);
+      const next: KnowledgeBaseConfig = { ...kb.config };
+      if (retrieval) {
+        if (
+          retrieval.analyzer !== undefined &&
+          retrieval.analyzer !== kb.config.retrieval.analyzer &&
+          kl.catalog.counts(kb.name).documents > 0
+        ) {
+          throw new HttpError(
+            400,
+            `retrieval.analyzer is fixed once documents are indexed (knowledge base "${request.params.kb}" has some); create a new knowledge base to change it`,
+            "retrieval.analyzer",
+          );
+        }
+        next.retrieval = {
+          ...kb.config.retrieval,
+          ...(retrieval as Partial<KnowledgeBaseConfig["retrieval"]>),
+        };
+      }
+      if (extraction) next.extraction = mergeExtraction(kb.config.extraction, extraction);
+      validateKbConfig(next);
+      checkReranker(next);
+      kl.catalog.updateKbConfig(next);
+      return kbView(tenant, requireKb(tenant, request.params.kb));
+    },
+  );
+
+  app.delete<{ Params: { kb: string } }>("/kbs/:kb", { schema: schemas.deleteKb }, async (request, reply) => {
+    const kb = requireKb(request.tenant, request.params.kb);
+    const active = jobs.active(kb.name);
+    if (active.length > 0) {
+      throw new HttpError(
+        409,
+        `knowledge base "${request.params.kb}" has ingest jobs queued or running (${active.map((j) => j.id).join(", ")}); delete it when they have finished`,
+      );
+    }
+    await kl.deleteKb(kb.name);
+    agents.detachEverywhere(kb.name);
+    return reply.code(204).send();
+  });
+
+  // ---- documents ----
+
+  app.post<{ Params: { kb: string }; Querystring: { embed?: "true" | "false" } }>(
+    "/kbs/:kb/documents",
+    { schema: schemas.uploadDocuments },
+    async (request, reply) => {
+      const { tenant } = request;
+      const kb = requireKb(tenant, request.params.kb);
+      if (!request.isMultipart()) {
+        throw new HttpError(415, "upload files as multipart/form-data (one file part per document)");
+      }
+      const { id, dir } = await jobs.reserve(tenant);
+      const files: UploadedFile[] = [];
+      try {
+        for await (const part of request.parts()) {
+          if (part.type !== "file") {
+            throw new HttpError(
+              400,
+              `unexpected form field "${part.fieldname}": send only file parts`,
+              part.fieldname,
+            );
+          }
+          const name = uploadName(part.filename);
+          if (!name) {
+            part.file.resume();
+            throw new HttpError(400, `file part "${part.fieldname}" has no usable file name`, part.fieldname);
+          }
+          const storedPath = join(dir, String(files.length));
+          await pipeline(part.file, createWriteStream(storedPath));
+          if (part.file.truncated) {
+            throw new HttpError(
+              413,
+              `file "${name}" is larger than the upload limit of ${formatBytes(maxFileBytes)}`,
+              part.fieldname,
+            );
+          }
+          files.push({ name, storedPath, bytes: (await stat(storedPath)).size, mimetype: part.mimetype });
+        }
+        if (files.length === 0) {
+          throw new HttpError(400, "no files: send one or more file parts as multipart/form-data");
+        }
+      } catch (error) {
+        await jobs.release(dir);
+        throw error;
+      }
+      const job = jobs.submit({
+        id,
+        dir,
+        tenant,
+        kb: request.params.kb,
+        internalKb: kb.name,
+        files,
+        embed: request.query.embed !== "false",
+      });
+      return reply.code(202).header("location", `/jobs/${job.id}`).send(job);
+    },
+  );
+
+  app.get<{ Params: { kb: string }; Querystring: { limit?: string; offset?: string } }>(
+    "/kbs/:kb/documents",
+    { schema: schemas.listDocuments },
+    async (request) => {
+      const kb = requireKb(request.tenant, request.params.kb);
+      const limit = Number(request.query.limit ?? 100);
+      const offset = Number(request.query.offset ?? 0);
+      if (limit < 1 || limit > 1000)
+        throw new HttpError(400, 'query parameter "limit" must be from 1 to 1000', "limit");
+      return { ...listDocuments(kl, kb.name, limit, offset), limit, offset };
+    },
+  );
+
+  app.get<{ Params: { kb: string; id: string } }>(
+    "/kbs/:kb/documents/:id",
+    { schema: schemas.getDocument },
+    async (request) => {
+      const kb = requireKb(request.tenant, request.params.kb);
+      const doc = getDocument(kl, kb.name, Number(request.params.id));
+      if (!doc)
+        throw new HttpError(
+          404,
+          `document ${request.params.id} not found in knowledge base "${request.params.kb}"`,
+        );
+      return doc;
+    },
+  );
+
+  app.delete<{ Params: { kb: string; id: string } }>(
+    "/kbs/:kb/documents/:id",
+    { schema: schemas.deleteDocument },
+    async (request, reply) => {
+      const kb = requireKb(request.tenant, request.params.kb);
+      const deleted = await deleteDocuments(kl, kb, [Number(request.params.id)]);
+      if (deleted === 0)
+        throw new HttpError(
+          404,
+          `document ${request.params.id} not found in knowledge base "${request.params.kb}"`,
+        );
+      return reply.code(204).send();
+    },
+  );
+
+  // ---- jobs ----
+
+  app.get("/jobs", { schema: schemas.listJobs }, async (request) => ({ jobs: jobs.list(request.tenant) }));
+
+  app.get<{ Params: { id: string } }>("/jobs/:id", { schema: schemas.getJob }, async (request) => {
+    const job = jobs.get(request.tenant, request.params.id);
+    if (!job) throw new HttpError(404, `job "${request.params.id}" not found`);
+    return job;
+  });
+
+  app.get<{ Params: { id: string } }>("/jobs/:id/events", { schema: schemas.jobEvents }, (request, reply) => {
+    const { tenant } = request;
+    const job = jobs.get(tenant, request.params.id);
+    if (!job) throw new HttpError(404, `job "${request.params.id}" not found`);
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    const write = (event: string, data: unknown, id?: number): void => {
+      res.write(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    write("status", job);
+    if (job.status === "succeeded" || job.status === "failed") {
+      write("done", job);
+      res.end();
+      return;
+    }
+    streams.add(res);
+    const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+    const stop = (): void => {
+      clearInterval(keepAlive);
+      unsubscribe?.();
+      streams.delete(res);
+    };
+    const unsubscribe = jobs.subscribe(tenant, job.id, (event) => {
+      write(event.type, event.job, event.seq);
+      if (event.type === "done") {
+        stop();
+        res.end();
+      }
+    });
+    res.on("close", stop);
+  });
+
+  // ---- agents ----
+
+  /** Catalog names of attachments, checked to be the tenant's KBs (`field` names the body path). */
+  const resolveAttachment = (tenant: string, kb: string, field?: string): string => {
+    const internal = kbNameProblem(tenant, kb) ? undefined : internalKbName(tenant, kb);
+    if (!internal || !kl.catalog.getKb(internal)) {
+      if (field) throw new HttpError(400, `unknown knowledge base "${kb}"`, field);
+      throw new HttpError(404, `knowledge base "${kb}" not found`);
+    }
+    return internal;
+  };
+
+  app.post<{
+    Body: {
+      name: string;
+      description?: string;
+      topK?: number;
+      kbs?: { kb: string; retrievalConfig?: AttachmentRetrievalConfig }[];
+    };
+  }>("/agents", { schema: schemas.createAgent }, async (request, reply) => {
+    const { tenant } = request;
+    const body = request.body;
+    const kbs = (body.kbs ?? []).map((a, i) => ({
+      kb: resolveAttachment(tenant, a.kb, `kbs.${i}.kb`),
+      retrievalConfig: a.retrievalConfig ?? {},
+    }));
+    const agent = agents.create(tenant, { ...body, kbs });
+    return reply.code(201).header("location", `/agents/${agent.id}`).send(agentView(tenant, agent));
+  });
+
+  app.get("/agents", { schema: schemas.listAgents }, async (request) => ({
+    agents: agents.list(request.tenant).map((a) => agentView(request.tenant, a)),
+  }));
+
+  const requireAgent = (tenant: string, id: string): Agent => {
+    const agent = agents.get(tenant, id);
+    if (!agent) throw new HttpError(404, `agent "${id}" not found`);
+    return agent;
+  };
+
+  app.get<{ Params: { id: string } }>("/agents/:id", { schema: schemas.getAgent }, async (request) =>
+    agentView(request.tenant, requireAgent(request.tenant, request.params.id)),
+  );
+
+  app.patch<{ Params: { id: string }; Body: { name?: string; description?: string | null; topK?: number } }>(
+    "/agents/:id",
+    { schema: schemas.updateAgent },
+    async (request) =>
+      agentView(request.tenant, agents.update(request.tenant, request.params.id, request.body)),
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    "/agents/:id",
+    { schema: schemas.deleteAgent },
+    async (request, reply) => {
+      if (!agents.delete(request.tenant, request.params.id))
+        throw new HttpError(404, `agent "${request.params.id}" not found`);
+      return reply.code(204).send();
+    },
+  );
+
+  app.put<{
+    Params: { id: string; kb: string };
+    Body: { retrievalConfig?: AttachmentRetrievalConfig } | undefined;
+  }>("/agents/:id/kbs/:kb", { schema: schemas.attachKb }, async (request) => {
+    const { tenant } = request;
+    requireAgent(tenant, request.params.id);
+    const internal = resolveAttachment(tenant, request.params.kb);
+    const agent = agents.setAttachment(
+      tenant,
+      request.params.id,
+      internal,
+      request.body?.retrievalConfig ?? {},
+    );
+    return agentView(tenant, agent);
+  });
+
+  app.delete<{ Params: { id: string; kb: string } }>(
+    "/agents/:id/kbs/:kb",
+    { schema: schemas.detachKb },
+    async (request) => {
+      const { tenant } = request;
+      requireAgent(tenant, request.params.id);
+      if (kbNameProblem(tenant, request.params.kb))
+        throw new HttpError(
+          404,
+          `knowledge base "${request.params.kb}" is not attached to agent "${request.params.id}"`,
+        );
+      const internal = internalKbName(tenant, request.params.kb);
+      return agentView(tenant, agents.detach(tenant, request.params.id, internal, request.params.kb));
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { query: string; topK?: number } }>(
+    "/agents/:id/retrieve",
+    { schema: schemas.retrieve },
+    async (request) => {
+      const { tenant } = request;
+      const agent = requireAgent(tenant, request.params.id);
+      const attached = agent.kbs.filter((a) => kl.catalog.getKb(a.kb));
+      const topK = request.body.topK ?? agent.topK;
+      if (attached.length === 0) {
+        return {
+          query: request.body.query,
+          agent: agent.id,
+          kbs: [],
+          results: [],
+          warnings: [
+            `agent "${agent.name}" has no knowledge bases attached: attach one with PUT /agents/${agent.id}/kbs/{kb}`,
+          ],
+          tookMs: 0,
+        };
+      }
+      const perKb: Record<string, KbRetrievalOverrides> = {};
+      for (const a of attached) perKb[a.kb] = overridesOf(a.retrievalConfig);
+      const response = await kl.search(request.body.query, { kbs: attached.map((a) => a.kb), perKb, topK });
+      return { agent: agent.id, ...searchView(tenant, response) };
+    },
+  );
+
+  // ---- search ----
+
+  app.post<{
+    Body: {
+      query: string;
+      kbs?: string[];
+      topK?: number;
+      mode?: RetrievalMode | "vector";
+      minScore?: number;
+    };
+  }>("/search", { schema: schemas.search }, async (request) => {
+    const { tenant } = request;
+    const body = request.body;
+    const kbs = body.kbs
+      ? body.kbs.map((name) => requireKb(tenant, name).name)
+      : kl.catalog
+          .listKbs()
+          .map((k) => k.name)
+          .filter((name) => ownsKb(tenant, name));
+    if (kbs.length === 0) {
+      return {
+        query: body.query,
+        kbs: [],
+        results: [],
+        warnings: ["there are no knowledge bases to search: create one with POST /kbs"],
+        tookMs: 0,
+      };
+    }
+    const response = await kl.search(body.query, {
+      kbs,
+      topK: body.topK,
+      mode: body.mode,
+      minScore: body.minScore,
+    });
+    return searchView(tenant, response);
+  });
+
+  return app;
+}
+
+/**
+ * A KB config fit to send: `redactKbConfig` (embedding and store keys, URL
+ * passwords) plus the API keys of a Cohere/LLM reranker and of LLM query expansion.
+ */
+function redactSecrets(config: KnowledgeBaseConfig): KnowledgeBaseConfig {
+  const out = redactKbConfig(config);
+  const { reranker, expansionLlm } = out.retrieval;
+  if ("apiKey" in reranker && reranker.apiKey) {
+    out.retrieval = { ...out.retrieval, reranker: { ...reranker, apiKey: "***" } };
+  }
+  if (expansionLlm?.apiKey) {
+    out.retrieval = { ...out.retrieval, expansionLlm: { ...expansionLlm, apiKey: "***" } };
+  }
+  return out;
+}
+
+/** Per-KB search overrides from an attachment's retrieval settings. */
+function overridesOf(config: AttachmentRetrievalConfig): KbRetrievalOverrides {
+  const out: KbRetrievalOverrides = {};
+  if (config.maxResults !== undefined) out.maxResults = config.maxResults;
+  if (config.minScore !== undefined) out.minScore = config.minScore;
+  if (config.mode !== undefined) out.mode = parseRetrievalMode(config.mode);
+  return out;
+}
+
+/**
+ * An upload's file name without directories, control characters or `#` (which
+ * separates child documents in a uri), at most 255 characters; undefined when
+ * nothing usable is left.
+ */
+export function uploadName(raw: string | undefined): string | undefined {
+  const base = (raw ?? "").split(/[\\/]/).pop() ?? "";
+  const clean = [...base]
+    .filter((ch) => ch.charCodeAt(0) >= 0x20 && ch !== "\u007f")
+    .join("")
+    .replace(/#/g, "_")
+    .trim()
+    .slice(0, 255);
+  if (!clean || clean === "." || clean === "..") return undefined;
+  return clean;
+}
+
+const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Reranker types that run offline on the bundled model. */
+const OFFLINE_RERANKERS = ["auto", "none", "sentence-max-sim"];
+
+/**
+ * Refuses settings that make the server call other services or read its files,
+ * unless `allow`: embedding providers other than the bundled model, vector stores
+ * other than the embedded one, cross-encoder/Cohere/LLM rerankers and LLM query
+ * expansion. A vector-store collection is never accepted (it could name another
+ * KB's collection).
+ * @throws HttpError 400 naming the field.
+ */
+export function checkTenantSettings(settings: Obj, allow: boolean): void {
+  const { embedding, vectorStore, retrieval } = settings;
+  if (isObject(vectorStore) && vectorStore.collection !== undefined) {
+    throw new HttpError(
+      400,
+      "vectorStore.collection cannot be set through the API (each knowledge base gets its own)",
+      "vectorStore.collection",
+    );
+  }
+  if (allow) return;
+  const hint =
+    "this server lets tenants use only offline services (start kl serve with --allow-tenant-services)";
+  if (isObject(embedding)) {
+    for (const [key, value] of Object.entries(embedding)) {
+      const ok = (key === "provider" && value === "bundled") || (key === "model" && value === "use-lite");
+      if (!ok) throw new HttpError(400, `embedding.${key} cannot be set: ${hint}`, `embedding.${key}`);
+    }
+  } else if (embedding !== undefined) throw new HttpError(400, "embedding must be an object", "embedding");
+  if (isObject(vectorStore)) {
+    for (const [key, value] of Object.entries(vectorStore)) {
+      if (!(key === "type" && value === "sqlite"))
+        throw new HttpError(400, `vectorStore.${key} cannot be set: ${hint}`, `vectorStore.${key}`);
+    }
+  } else if (vectorStore !== undefined)
+    throw new HttpError(400, "vectorStore must be an object", "vectorStore");
+  if (isObject(retrieval)) {
+    if (retrieval.expansionLlm !== undefined)
+      throw new HttpError(400, `retrieval.expansionLlm cannot be set: ${hint}`, "retrieval.expansionLlm");
+    const reranker = retrieval.reranker;
+    if (reranker !== undefined) {
+      const type = isObject(reranker) ? reranker.type : undefined;
+      if (!OFFLINE_RERANKERS.includes(String(type))) {
+        throw new HttpError(
+          400,
+          `retrieval.reranker.type must be one of ${OFFLINE_RERANKERS.join(", ")} (got ${JSON.stringify(type)}): ${hint}`,
+          "retrieval.reranker.type",
+        );
+      }
+    }
+  }
+}
+
+/** The KB's reranker settings checked as at KB creation. @throws ConfigError. */
+function checkReranker(config: KnowledgeBaseConfig): void {
+  const rc = config.retrieval.reranker;
+  if (rc.type === "auto" || rc.type === "none") return;
+  try {
+    createReranker(rc, {});
+  } catch (err) {
+    if (err instanceof ConfigError)
+      throw new ConfigError(`knowledge base "${config.name}": retrieval.${err.message}`);
+    throw err;
+  }
+}
+
+/** `base` with the sections of `patch` laid over it, key by key. @throws HttpError 400 for a non-object section. */
+function mergeExtraction(base: ExtractOptions | undefined, patch: Obj): ExtractOptions {
+  const out: Obj = { ...base };
+  for (const [section, value] of Object.entries(patch)) {
+    if (!isObject(value))
+      throw new HttpError(400, `extraction.${section} must be an object`, `extraction.${section}`);
+    out[section] = { ...(out[section] as Obj | undefined), ...value };
+  }
+  return out as ExtractOptions;
+}

@@ -1,0 +1,425 @@
+/**
+ * JSON schemas of the HTTP API's requests and responses. Fastify validates
+ * requests with them (unknown fields are rejected, types are not coerced) and
+ * @fastify/swagger turns them into `GET /openapi.json`.
+ */
+import { RETRIEVAL_MODES } from "../config.js";
+import { ERROR_SCHEMA } from "./errors.js";
+
+/** Largest `topK` the API accepts. */
+export const MAX_API_TOP_K = 100;
+
+/** Longest query accepted, in characters. */
+export const MAX_QUERY_CHARS = 4000;
+
+const modeSchema = {
+  type: "string",
+  enum: [...RETRIEVAL_MODES, "vector"],
+  description: "retrieval strategy (`vector` is accepted for `vector_only`)",
+} as const;
+
+const anyObject = { type: "object", additionalProperties: true } as const;
+
+const kbName = { type: "string", minLength: 1, maxLength: 64, description: "knowledge base name" } as const;
+
+/** Error responses every authenticated route may give. */
+const errors = {
+  400: { description: "invalid request", ...ERROR_SCHEMA },
+  401: { description: "missing or invalid API key", ...ERROR_SCHEMA },
+  404: { description: "not found (also another tenant's resource)", ...ERROR_SCHEMA },
+} as const;
+
+const security = [{ bearerAuth: [] }];
+
+const kbParams = {
+  type: "object",
+  properties: { kb: kbName },
+  required: ["kb"],
+  additionalProperties: false,
+} as const;
+
+const idParams = {
+  type: "object",
+  properties: { id: { type: "string", minLength: 1, maxLength: 100 } },
+  required: ["id"],
+  additionalProperties: false,
+} as const;
+
+/** Settings of a KB attached to an agent (passed to search as per-KB overrides). */
+export const RETRIEVAL_CONFIG_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    maxResults: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+    minScore: { type: "number", minimum: 0 },
+    mode: modeSchema,
+  },
+} as const;
+
+const configSections = {
+  chunking: { ...anyObject, description: "chunking settings (see the README: strategy, chunkSize, …)" },
+  embedding: {
+    ...anyObject,
+    description: "embedding provider settings (restricted unless the server allows tenant services)",
+  },
+  vectorStore: {
+    ...anyObject,
+    description: "vector store settings (restricted unless the server allows tenant services)",
+  },
+  retrieval: {
+    ...anyObject,
+    description: "retrieval settings: mode, topK, minScore, fusion, weights, reranker, …",
+  },
+  extraction: { ...anyObject, description: "extraction limits and per-format options" },
+} as const;
+
+const kbView = {
+  type: "object",
+  additionalProperties: true,
+  properties: {
+    name: { type: "string" },
+    createdAt: { type: "string" },
+    config: anyObject,
+    counts: anyObject,
+  },
+} as const;
+
+const jobView = {
+  type: "object",
+  additionalProperties: true,
+  properties: {
+    id: { type: "string" },
+    kb: { type: "string" },
+    status: { type: "string", enum: ["queued", "running", "succeeded", "failed"] },
+    done: { type: "integer" },
+    total: { type: "integer" },
+    current: { type: "string" },
+    files: { type: "array", items: anyObject },
+    summary: anyObject,
+    error: { type: "string" },
+    createdAt: { type: "string" },
+    startedAt: { type: "string" },
+    finishedAt: { type: "string" },
+  },
+} as const;
+
+const agentView = {
+  type: "object",
+  additionalProperties: true,
+  properties: {
+    id: { type: "string" },
+    name: { type: "string" },
+    description: { type: ["string", "null"] },
+    topK: { type: "integer" },
+    kbs: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: true,
+        properties: { kb: { type: "string" }, retrievalConfig: anyObject, attachedAt: { type: "string" } },
+      },
+    },
+    createdAt: { type: "string" },
+    updatedAt: { type: "string" },
+  },
+} as const;
+
+const searchResponse = {
+  type: "object",
+  additionalProperties: true,
+  description: "ranked results with attribution (`kb`, `source`, `citation` per result)",
+  properties: {
+    query: { type: "string" },
+    results: { type: "array", items: anyObject },
+    warnings: { type: "array", items: { type: "string" } },
+  },
+} as const;
+
+/** Route schemas, by route. */
+export const schemas = {
+  health: {
+    tags: ["health"],
+    summary: "liveness and database check (no API key needed)",
+    response: {
+      200: { type: "object", additionalProperties: true, properties: { status: { type: "string" } } },
+    },
+  },
+  createKb: {
+    tags: ["knowledge bases"],
+    summary: "create a knowledge base (settings not given take the defaults)",
+    security,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      required: ["name"],
+      properties: { name: kbName, ...configSections },
+    },
+    response: { 201: kbView, ...errors, 409: { description: "the KB exists", ...ERROR_SCHEMA } },
+  },
+  listKbs: {
+    tags: ["knowledge bases"],
+    summary: "list the tenant's knowledge bases with counts",
+    security,
+    response: { 200: { type: "object", properties: { kbs: { type: "array", items: kbView } } }, ...errors },
+  },
+  getKb: {
+    tags: ["knowledge bases"],
+    summary: "a knowledge base's configuration (secrets masked) and counts",
+    security,
+    params: kbParams,
+    response: { 200: kbView, ...errors },
+  },
+  updateKb: {
+    tags: ["knowledge bases"],
+    summary: "change retrieval and extraction settings (chunking, embedding and store are fixed)",
+    security,
+    params: kbParams,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      minProperties: 1,
+      properties: { retrieval: configSections.retrieval, extraction: configSections.extraction },
+    },
+    response: { 200: kbView, ...errors },
+  },
+  deleteKb: {
+    tags: ["knowledge bases"],
+    summary: "delete a knowledge base with its documents, chunks and vectors",
+    security,
+    params: kbParams,
+    response: {
+      204: { type: "null", description: "deleted" },
+      ...errors,
+      409: { description: "an ingest job of the KB is queued or running", ...ERROR_SCHEMA },
+    },
+  },
+  uploadDocuments: {
+    tags: ["documents"],
+    summary: "upload files (multipart/form-data, one or more file parts) and ingest them in a background job",
+    description:
+      "Each file part is ingested under its file name (the document's uri, path and citation); uploading a name again replaces that document. Answers 202 with the job; follow it with GET /jobs/:id or GET /jobs/:id/events.",
+    security,
+    consumes: ["multipart/form-data"],
+    params: kbParams,
+    querystring: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        embed: { type: "string", enum: ["true", "false"], description: "compute vectors (default true)" },
+      },
+    },
+    response: {
+      202: jobView,
+      ...errors,
+      413: { description: "a file is over the size limit, or too many files", ...ERROR_SCHEMA },
+    },
+  },
+  listDocuments: {
+    tags: ["documents"],
+    summary: "list a knowledge base's documents",
+    security,
+    params: kbParams,
+    querystring: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        limit: { type: "string", pattern: "^[0-9]{1,4}$", description: "page size, 1-1000 (default 100)" },
+        offset: { type: "string", pattern: "^[0-9]{1,9}$", description: "documents to skip (default 0)" },
+      },
+    },
+    response: {
+      200: {
+        type: "object",
+        additionalProperties: true,
+        properties: {
+          documents: { type: "array", items: anyObject },
+          total: { type: "integer" },
+          limit: { type: "integer" },
+          offset: { type: "integer" },
+        },
+      },
+      ...errors,
+    },
+  },
+  getDocument: {
+    tags: ["documents"],
+    summary: "one document: metadata and extracted text",
+    security,
+    params: {
+      type: "object",
+      properties: { kb: kbName, id: { type: "string", pattern: "^[0-9]{1,15}$" } },
+      required: ["kb", "id"],
+      additionalProperties: false,
+    },
+    response: { 200: anyObject, ...errors },
+  },
+  deleteDocument: {
+    tags: ["documents"],
+    summary: "delete a document with its chunks, BM25 postings and vectors",
+    security,
+    params: {
+      type: "object",
+      properties: { kb: kbName, id: { type: "string", pattern: "^[0-9]{1,15}$" } },
+      required: ["kb", "id"],
+      additionalProperties: false,
+    },
+    response: { 204: { type: "null", description: "deleted" }, ...errors },
+  },
+  listJobs: {
+    tags: ["jobs"],
+    summary: "the tenant's recent jobs, newest first",
+    security,
+    response: { 200: { type: "object", properties: { jobs: { type: "array", items: jobView } } }, ...errors },
+  },
+  getJob: {
+    tags: ["jobs"],
+    summary: "a job's status, progress and summary",
+    security,
+    params: idParams,
+    response: { 200: jobView, ...errors },
+  },
+  jobEvents: {
+    tags: ["jobs"],
+    summary: "server-sent events of a job: `status` (now), `progress` per step, then one `done`",
+    security,
+    params: idParams,
+    produces: ["text/event-stream"],
+    response: {
+      200: {
+        type: "string",
+        description:
+          "text/event-stream: `event: status` (the job now), `event: progress` (id, job view) per step, then `event: done` (the finished job) and the stream ends",
+      },
+      ...errors,
+    },
+  },
+  createAgent: {
+    tags: ["agents"],
+    summary: "create an agent, optionally with attached knowledge bases",
+    security,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      required: ["name"],
+      properties: {
+        name: { type: "string", minLength: 1, maxLength: 100 },
+        description: { type: "string", maxLength: 2000 },
+        topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+        kbs: {
+          type: "array",
+          maxItems: 50,
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["kb"],
+            properties: { kb: kbName, retrievalConfig: RETRIEVAL_CONFIG_SCHEMA },
+          },
+        },
+      },
+    },
+    response: { 201: agentView, ...errors, 409: { description: "the name is taken", ...ERROR_SCHEMA } },
+  },
+  listAgents: {
+    tags: ["agents"],
+    summary: "the tenant's agents",
+    security,
+    response: {
+      200: { type: "object", properties: { agents: { type: "array", items: agentView } } },
+      ...errors,
+    },
+  },
+  getAgent: {
+    tags: ["agents"],
+    summary: "one agent",
+    security,
+    params: idParams,
+    response: { 200: agentView, ...errors },
+  },
+  updateAgent: {
+    tags: ["agents"],
+    summary: "rename an agent or change its description or default topK",
+    security,
+    params: idParams,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      minProperties: 1,
+      properties: {
+        name: { type: "string", minLength: 1, maxLength: 100 },
+        description: { type: ["string", "null"], maxLength: 2000 },
+        topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+      },
+    },
+    response: { 200: agentView, ...errors, 409: { description: "the name is taken", ...ERROR_SCHEMA } },
+  },
+  deleteAgent: {
+    tags: ["agents"],
+    summary: "delete an agent (its knowledge bases stay)",
+    security,
+    params: idParams,
+    response: { 204: { type: "null", description: "deleted" }, ...errors },
+  },
+  attachKb: {
+    tags: ["agents"],
+    summary: "attach a knowledge base to an agent, or change the attachment's retrieval settings",
+    security,
+    params: {
+      type: "object",
+      properties: { id: idParams.properties.id, kb: kbName },
+      required: ["id", "kb"],
+      additionalProperties: false,
+    },
+    body: {
+      type: "object",
+      additionalProperties: false,
+      properties: { retrievalConfig: RETRIEVAL_CONFIG_SCHEMA },
+    },
+    response: { 200: agentView, ...errors },
+  },
+  detachKb: {
+    tags: ["agents"],
+    summary: "detach a knowledge base from an agent",
+    security,
+    params: {
+      type: "object",
+      properties: { id: idParams.properties.id, kb: kbName },
+      required: ["id", "kb"],
+      additionalProperties: false,
+    },
+    response: { 200: agentView, ...errors },
+  },
+  retrieve: {
+    tags: ["agents"],
+    summary: "retrieve from every knowledge base attached to the agent, with its per-KB settings",
+    security,
+    params: idParams,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      required: ["query"],
+      properties: {
+        query: { type: "string", minLength: 1, maxLength: MAX_QUERY_CHARS },
+        topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+      },
+    },
+    response: { 200: searchResponse, ...errors },
+  },
+  search: {
+    tags: ["search"],
+    summary: "search the tenant's knowledge bases (all of them unless `kbs` names some)",
+    security,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      required: ["query"],
+      properties: {
+        query: { type: "string", minLength: 1, maxLength: MAX_QUERY_CHARS },
+        kbs: { type: "array", items: kbName, minItems: 1, maxItems: 50 },
+        topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+        mode: modeSchema,
+        minScore: { type: "number", minimum: 0 },
+      },
+    },
+    response: { 200: searchResponse, ...errors },
+  },
+} as const;

@@ -1,0 +1,179 @@
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildServer } from "../src/server/app.js";
+import { docsPath } from "./helpers.js";
+import { client, startServer, type TestServer } from "./server-helpers.js";
+
+describe("HTTP API: malformed requests and error mapping", () => {
+  let s: TestServer;
+  let api: ReturnType<typeof client>;
+  let key: string;
+
+  beforeAll(async () => {
+    // Small limits keep the oversized requests small.
+    s = await startServer({ bodyLimit: 64 * 1024, maxFileBytes: 4 * 1024, maxFiles: 3 });
+    key = s.key("acme");
+    api = client(s.base, key);
+    expect((await api.post("/kbs", { name: "docs", retrieval: { mode: "keyword" } })).status).toBe(201);
+  });
+  afterAll(async () => s.close());
+
+  it("answers bad JSON with 400 and a JSON error", async () => {
+    const r = await api.raw("POST", "/search", '{"query": "x",');
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatch(/^request body is not valid JSON/);
+    const empty = await api.raw("POST", "/search", "");
+    expect(empty.status).toBe(400);
+    expect(empty.body.error).toContain("empty");
+  });
+
+  it("rejects unknown fields, missing fields and wrong types naming the field", async () => {
+    const unknown = await api.post("/search", { query: "x", top_k: 3 });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toEqual({ error: '"top_k" is not a known field', field: "top_k" });
+    const missing = await api.post("/search", { kbs: ["docs"] });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual({ error: '"query" is required', field: "query" });
+    const type = await api.post("/search", { query: "x", topK: "5" });
+    expect(type.status).toBe(400);
+    expect(type.body).toEqual({ error: '"topK" must be integer', field: "topK" });
+    const range = await api.post("/search", { query: "x", topK: 1000 });
+    expect(range.status).toBe(400);
+    expect(range.body.field).toBe("topK");
+    expect(range.body.error).toContain("<= 100");
+    const mode = await api.post("/search", { query: "x", mode: "magic" });
+    expect(mode.status).toBe(400);
+    expect(mode.body.field).toBe("mode");
+    expect(mode.body.error).toContain("keyword");
+    const emptyQuery = await api.post("/search", { query: "" });
+    expect(emptyQuery.status).toBe(400);
+    expect(emptyQuery.body.field).toBe("query");
+    const blank = await api.post("/search", { query: "   " });
+    expect(blank.status).toBe(400);
+    expect(blank.body.error).toContain("query is empty");
+    const nested = await api.post("/agents", {
+      name: "a",
+      kbs: [{ kb: "docs", retrievalConfig: { maxResult: 2 } }],
+    });
+    expect(nested.status).toBe(400);
+    expect(nested.body.field).toBe("kbs.0.retrievalConfig.maxResult");
+    const unknownKb = await api.post("/agents", { name: "a", kbs: [{ kb: "nope" }] });
+    expect(unknownKb.status).toBe(400);
+    expect(unknownKb.body).toEqual({ error: 'unknown knowledge base "nope"', field: "kbs.0.kb" });
+    const notArray = await api.raw("POST", "/search", "[1, 2]");
+    expect(notArray.status).toBe(400);
+    const query = await api.get("/kbs/docs/documents?limit=ten");
+    expect(query.status).toBe(400);
+    expect(query.body.field).toBe("limit");
+    expect(query.body.error).toContain('query parameter "limit"');
+  });
+
+  it("answers a body over the limit with 413", async () => {
+    const huge = await api.post("/search", { query: "x".repeat(100 * 1024) });
+    expect(huge.status).toBe(413);
+    expect(huge.body.error).toBe("request body is larger than the limit of 64 KiB");
+  });
+
+  it("answers unknown routes with a JSON 404 and wrong content types with 415", async () => {
+    const r = await api.get("/no/such/route?x=1");
+    expect(r.status).toBe(404);
+    expect(r.headers.get("content-type")).toContain("application/json");
+    expect(r.body).toEqual({ error: "no route GET /no/such/route" });
+    expect((await api.delete("/search")).status).toBe(404);
+    const text = await fetch(`${s.base}/search`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "text/plain" },
+      body: "query",
+    });
+    expect(text.status).toBe(415);
+    expect(((await text.json()) as { error: string }).error).toContain("application/json");
+    const json = await api.post("/kbs/docs/documents", { file: "x" });
+    expect(json.status).toBe(415);
+    expect(json.body.error).toContain("multipart/form-data");
+  });
+
+  it("refuses oversized uploads, too many files, non-file fields and empty uploads", async () => {
+    const big = await api.upload("docs", [{ name: "big.md", content: "word ".repeat(2000) }]);
+    expect(big.status).toBe(413);
+    expect(big.body.error).toBe('file "big.md" is larger than the upload limit of 4 KiB');
+    const many = await api.upload(
+      "docs",
+      ["a", "b", "c", "d"].map((n) => ({ name: `${n}.md`, content: `# ${n}\n\ntext` })),
+    );
+    expect(many.status).toBe(413);
+    expect(many.body.error).toBe("too many files in one request (the limit is 3)");
+    const form = new FormData();
+    form.append("note", "hello");
+    const field = await fetch(`${s.base}/kbs/docs/documents`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    expect(field.status).toBe(400);
+    expect(await field.json()).toEqual({
+      error: 'unexpected form field "note": send only file parts',
+      field: "note",
+    });
+    const none = await fetch(`${s.base}/kbs/docs/documents`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "multipart/form-data; boundary=xyz" },
+      body: "--xyz--\r\n",
+    });
+    expect(none.status).toBe(400);
+    expect(((await none.json()) as { error: string }).error).toContain("no files");
+    // Nothing was queued, and no upload folder was left behind.
+    expect((await api.get("/jobs")).body.jobs).toEqual([]);
+    const { readdirSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    expect(readdirSync(join(s.kl.dataDir, "uploads", "acme"))).toEqual([]);
+  });
+
+  it("keeps the file name only, never the client's path", async () => {
+    const up = await api.upload(
+      "docs",
+      [{ name: "../../etc/notes#1.md", content: "# Notes\n\nupload names are sanitised" }],
+      "?embed=false",
+    );
+    expect(up.status).toBe(202);
+    expect(up.body.files[0].name).toBe("notes_1.md");
+    const real = await api.upload(
+      "docs",
+      [docsPath("markdown", "rust_book_src", "appendix-00.md")],
+      "?embed=x",
+    );
+    expect(real.status).toBe(400);
+    expect(real.body.field).toBe("embed");
+  });
+
+  it("answers 503 when a KB's vector store cannot be reached", async () => {
+    // A KB whose stored config points at a vector store nobody runs.
+    expect((await api.post("/kbs", { name: "remote" })).status).toBe(201);
+    s.kl.db
+      .prepare(
+        "UPDATE kbs SET config = json_set(config, '$.vectorStore', json(?)) WHERE name = 'acme.remote'",
+      )
+      .run(JSON.stringify({ type: "chroma", url: "http://127.0.0.1:9" }));
+    const r = await api.post("/search", { query: "anything", mode: "vector_only", kbs: ["remote"] });
+    expect(r.status).toBe(503);
+    expect(r.body.error).toContain('knowledge base "remote": cannot connect to vector store chroma');
+    expect(r.text).not.toContain("acme.");
+  });
+
+  it("maps unexpected failures to a generic 500 without internals", async () => {
+    const kl = s.kl;
+    const app = await buildServer(kl);
+    app.get("/boom", async () => {
+      throw new Error("secret detail at /srv/kl/private.ts:12");
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      const r = await client(base, key).get("/boom");
+      expect(r.status).toBe(500);
+      expect(r.body).toEqual({ error: "internal server error (details are in the server log)" });
+      expect(r.text).not.toContain("secret");
+    } finally {
+      await app.close();
+    }
+  });
+});
