@@ -100,7 +100,7 @@ export function errorBodyMessage(text: string): string {
 }
 
 /** Waits `ms` milliseconds; rejects with the abort reason as soon as `signal` aborts. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { BundledEmbedder, splitWindows } from "../src/embed/bundled.js";
 import { USE_MAX_TOKENS, UseTokenizer, type UseVocabulary } from "../src/embed/use-tokenizer.js";
 import { ConfigError } from "../src/errors.js";
+import { watchEventLoop } from "./helpers.js";
 
 /** Every worker thread started in this file (the Worker class is wrapped transparently to record them). */
 const started = vi.hoisted(() => [] as Worker[]);
@@ -20,33 +21,6 @@ vi.mock("node:worker_threads", async (importOriginal) => {
   }
   return { ...mod, Worker: RecordedWorker };
 });
-
-/** Counts event-loop turns and the longest gap between them while `run` runs. */
-async function watchEventLoop<T>(run: () => Promise<T>): Promise<{
-  result: T;
-  ticks: number;
-  longestGap: number;
-  elapsed: number;
-}> {
-  let ticks = 0;
-  let longestGap = 0;
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    longestGap = Math.max(longestGap, now - last);
-    last = now;
-    ticks++;
-  }, 2);
-  const t0 = performance.now();
-  try {
-    const result = await run();
-    const end = performance.now();
-    longestGap = Math.max(longestGap, end - last);
-    return { result, ticks, longestGap, elapsed: end - t0 };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 function dot(a: Float32Array, b: Float32Array): number {
   let sum = 0;

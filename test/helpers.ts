@@ -29,3 +29,30 @@ export async function extractionError(fn: () => Promise<unknown>): Promise<Extra
   }
   throw new Error("expected an ExtractionError");
 }
+
+/** Counts event-loop turns and the longest gap between them while `run` runs. */
+export async function watchEventLoop<T>(run: () => Promise<T>): Promise<{
+  result: T;
+  ticks: number;
+  longestGap: number;
+  elapsed: number;
+}> {
+  let ticks = 0;
+  let longestGap = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    longestGap = Math.max(longestGap, now - last);
+    last = now;
+    ticks++;
+  }, 2);
+  const t0 = performance.now();
+  try {
+    const result = await run();
+    const end = performance.now();
+    longestGap = Math.max(longestGap, end - last);
+    return { result, ticks, longestGap, elapsed: end - t0 };
+  } finally {
+    clearInterval(timer);
+  }
+}

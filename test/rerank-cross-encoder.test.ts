@@ -18,7 +18,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { RerankError } from "../src/rerank/contract.js";
 import { CrossEncoderReranker, resolveModelSource, truncatePair } from "../src/rerank/cross-encoder.js";
 import { WorkerPool } from "../src/workers/pool.js";
-import { tempDir } from "./helpers.js";
+import { tempDir, watchEventLoop } from "./helpers.js";
 import { expectedLogit, sigmoid, writeTestModel } from "./rerank-fixtures.js";
 
 /** Every worker thread started in this file, in start order. */
@@ -39,33 +39,6 @@ async function workersStartedBy<T>(run: () => Promise<T>): Promise<{ result: T; 
   const before = started.length;
   const result = await run();
   return { result, workers: started.slice(before) };
-}
-
-/** Counts event-loop turns and the longest gap between them while `run` runs. */
-async function watchEventLoop<T>(run: () => Promise<T>): Promise<{
-  result: T;
-  ticks: number;
-  longestGap: number;
-  elapsed: number;
-}> {
-  let ticks = 0;
-  let longestGap = 0;
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    longestGap = Math.max(longestGap, now - last);
-    last = now;
-    ticks++;
-  }, 2);
-  const t0 = performance.now();
-  try {
-    const result = await run();
-    const end = performance.now();
-    longestGap = Math.max(longestGap, end - last);
-    return { result, ticks, longestGap, elapsed: end - t0 };
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 const { dir, cleanup } = tempDir("kl-rerank-ce-");

@@ -23,6 +23,7 @@
  * Sessions are assumed small (up to some thousands of turns); nothing is
  * indexed for approximate search.
  */
+import { cosine } from "../chunk/embedding-semantic.js";
 import { DEFAULT_KB, type EmbeddingConfig, embeddingConfig } from "../config.js";
 import type { Embedder } from "../embed/contract.js";
 import { KnowledgeLayerError } from "../errors.js";
@@ -128,17 +129,7 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
   if (a.length !== b.length) {
     throw new KnowledgeLayerError(`cannot compare vectors of lengths ${a.length} and ${b.length}`);
   }
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] as number;
-    const y = b[i] as number;
-    dot += x * y;
-    na += x * x;
-    nb += y * y;
-  }
-  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+  return cosine(a, b);
 }
 
 interface MemoryRow {

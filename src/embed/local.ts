@@ -5,11 +5,12 @@
  * leaves the machine; a Hugging Face id is downloaded once (when allowed and
  * online) into transformers.js' cache.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { CROSS_ENCODER_DTYPES, type CrossEncoderDtype, resolveModelSource } from "../rerank/cross-encoder.js";
 import { WorkerTaskError } from "../workers/pool.js";
+import { modelFolderProblem } from "../workers/transformers.js";
 import { type Embedder, EmbeddingError } from "./contract.js";
 import { LocalWorkerPool } from "./local-worker.js";
 import { defaultPooling, knownDimension, type Prefixes, resolvePrefixes } from "./models.js";
@@ -263,22 +264,12 @@ export class LocalEmbedder implements Embedder {
   private checkFolder(): void {
     if (this.checked || this.source.kind !== "folder") return;
     const { location } = this.source;
-    const where = `model folder "${location}"`;
-    if (!existsSync(location) || !statSync(location).isDirectory()) {
-      throw this.error(`${where} does not exist or is not a folder`);
-    }
-    const needed = [
-      "config.json",
-      "tokenizer.json",
-      "tokenizer_config.json",
+    const problem = modelFolderProblem(
+      location,
       `onnx/${CROSS_ENCODER_DTYPES[this.dtype]}`,
-    ];
-    const missing = needed.filter((f) => !existsSync(join(location, f)));
-    if (missing.length > 0) {
-      throw this.error(
-        `${where} lacks ${missing.join(", ")} (expected the layout of Xenova/all-MiniLM-L6-v2: ${needed.join(", ")})`,
-      );
-    }
+      "Xenova/all-MiniLM-L6-v2",
+    );
+    if (problem) throw this.error(`model folder "${location}" ${problem}`);
     this.checked = true;
   }
 

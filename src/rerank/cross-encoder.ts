@@ -13,10 +13,11 @@
  * transformers.js on onnxruntime-node in worker threads
  * (./cross-encoder-worker.ts on the shared pool of ../workers/pool.ts).
  */
-import { existsSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
 import { WorkerCrashError, type WorkerPool, WorkerTaskError } from "../workers/pool.js";
+import { modelFolderProblem } from "../workers/transformers.js";
 import { RerankError, type Reranker, type RerankOptions, type RerankScore } from "./contract.js";
 import { crossEncoderPool, TRUNCATE_PAIR_SOURCE } from "./cross-encoder-worker.js";
 import { describeError, isAbortOf, rerankDistinct, throwIfAborted } from "./shared.js";
@@ -291,22 +292,12 @@ export class CrossEncoderReranker implements Reranker {
   private checkFolder(): void {
     const { location, kind } = this.source;
     if (kind !== "folder") return;
-    if (!existsSync(location) || !statSync(location).isDirectory()) {
-      throw new RerankError(this.name, `${this.where()} does not exist or is not a folder`);
-    }
-    const needed = [
-      "config.json",
-      "tokenizer.json",
-      "tokenizer_config.json",
+    const problem = modelFolderProblem(
+      location,
       `onnx/${CROSS_ENCODER_DTYPES[this.dtype]}`,
-    ];
-    const missing = needed.filter((f) => !existsSync(join(location, f)));
-    if (missing.length > 0) {
-      throw new RerankError(
-        this.name,
-        `${this.where()} lacks ${missing.join(", ")} (expected the layout of cross-encoder/ms-marco-MiniLM-L-6-v2: ${needed.join(", ")})`,
-      );
-    }
+      "cross-encoder/ms-marco-MiniLM-L-6-v2",
+    );
+    if (problem) throw new RerankError(this.name, `${this.where()} ${problem}`);
   }
 
   /** A worker failure as a {@link RerankError}; the caller's abort reason passes through. */

@@ -51,24 +51,7 @@ export function isAbortOf(signal: AbortSignal | undefined, error: unknown): bool
   return signal?.aborted === true && error === signal.reason;
 }
 
-/** Waits `ms` milliseconds; rejects with the abort reason as soon as `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
+export { sleep } from "../http.js";
 
 /** Short description of an unknown thrown value, for error messages. */
 export function describeError(error: unknown): string {

@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto";
 import type { ChromaClient, Collection, EmbeddingFunction, Metadata, Where } from "chromadb";
 import { KnowledgeLayerError } from "../errors.js";
+import { checkCollectionSpec } from "./checks.js";
 import {
   type CollectionInfo,
   METRICS,
@@ -233,16 +234,7 @@ export class ChromaVectorStore implements VectorStore {
   }
 
   async createCollection(name: string, dimension: number, metric: Metric): Promise<void> {
-    if (!Number.isInteger(dimension) || dimension <= 0) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": dimension must be a positive integer (got ${dimension})`,
-      );
-    }
-    if (!METRICS.includes(metric)) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": unknown metric "${metric}" (use ${METRICS.join(", ")})`,
-      );
-    }
+    checkCollectionSpec(name, dimension, metric);
     const check = (existing: Opened) => {
       if (existing.dimension !== dimension || existing.metric !== metric) {
         throw new KnowledgeLayerError(

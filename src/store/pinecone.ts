@@ -7,15 +7,15 @@ import {
   type RecordMetadata,
 } from "@pinecone-database/pinecone";
 import { KnowledgeLayerError } from "../errors.js";
-import {
-  type CollectionInfo,
-  METRICS,
-  type Metric,
-  type Payload,
-  type VectorHit,
-  type VectorRecord,
-  type VectorSearchOptions,
-  type VectorStore,
+import { checkCollectionSpec } from "./checks.js";
+import type {
+  CollectionInfo,
+  Metric,
+  Payload,
+  VectorHit,
+  VectorRecord,
+  VectorSearchOptions,
+  VectorStore,
 } from "./contract.js";
 
 /** Options of {@link PineconeVectorStore}. */
@@ -127,16 +127,7 @@ export class PineconeVectorStore implements VectorStore {
   }
 
   async createCollection(name: string, dimension: number, metric: Metric): Promise<void> {
-    if (!Number.isInteger(dimension) || dimension <= 0) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": dimension must be a positive integer (got ${dimension})`,
-      );
-    }
-    if (!METRICS.includes(metric)) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": unknown metric "${metric}" (use ${METRICS.join(", ")})`,
-      );
-    }
+    checkCollectionSpec(name, dimension, metric);
     const existing = await this.locate(name, true);
     if (existing) {
       if (existing.dimension !== dimension || existing.metric !== metric) {

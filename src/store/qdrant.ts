@@ -1,16 +1,16 @@
 import { createHash } from "node:crypto";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { KnowledgeLayerError } from "../errors.js";
-import {
-  type CollectionInfo,
-  METRICS,
-  type Metric,
-  type Payload,
-  type PayloadValue,
-  type VectorHit,
-  type VectorRecord,
-  type VectorSearchOptions,
-  type VectorStore,
+import { checkCollectionSpec } from "./checks.js";
+import type {
+  CollectionInfo,
+  Metric,
+  Payload,
+  PayloadValue,
+  VectorHit,
+  VectorRecord,
+  VectorSearchOptions,
+  VectorStore,
 } from "./contract.js";
 
 /** Options of {@link QdrantVectorStore}. Give `url`, or `host` (and `port`). */
@@ -157,16 +157,7 @@ export class QdrantVectorStore implements VectorStore {
   }
 
   async createCollection(name: string, dimension: number, metric: Metric): Promise<void> {
-    if (!Number.isInteger(dimension) || dimension <= 0) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": dimension must be a positive integer (got ${dimension})`,
-      );
-    }
-    if (!METRICS.includes(metric)) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": unknown metric "${metric}" (use ${METRICS.join(", ")})`,
-      );
-    }
+    checkCollectionSpec(name, dimension, metric);
     const existing = await this.fetchMeta(name);
     if (existing) return this.checkSame(name, existing, dimension, metric);
     try {

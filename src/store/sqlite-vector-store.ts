@@ -1,12 +1,12 @@
 import { KnowledgeLayerError } from "../errors.js";
-import {
-  type CollectionInfo,
-  METRICS,
-  type Metric,
-  type VectorHit,
-  type VectorRecord,
-  type VectorSearchOptions,
-  type VectorStore,
+import { checkCollectionSpec } from "./checks.js";
+import type {
+  CollectionInfo,
+  Metric,
+  VectorHit,
+  VectorRecord,
+  VectorSearchOptions,
+  VectorStore,
 } from "./contract.js";
 import { blobToVector, type Db, vectorToBlob } from "./database.js";
 
@@ -36,16 +36,7 @@ export class SqliteVectorStore implements VectorStore {
 
   /** Synchronous {@link createCollection}, usable inside a transaction. */
   createCollectionSync(name: string, dimension: number, metric: Metric): void {
-    if (!Number.isInteger(dimension) || dimension <= 0) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": dimension must be a positive integer (got ${dimension})`,
-      );
-    }
-    if (!METRICS.includes(metric)) {
-      throw new KnowledgeLayerError(
-        `collection "${name}": unknown metric "${metric}" (use ${METRICS.join(", ")})`,
-      );
-    }
+    checkCollectionSpec(name, dimension, metric);
     const existing = this.collection(name);
     if (existing) {
       if (existing.dimension !== dimension || existing.metric !== metric) {

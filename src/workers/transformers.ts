@@ -4,7 +4,9 @@
  * tokenizer and an ONNX session from a folder or a Hugging Face id with the
  * same options and the same error messages.
  */
+import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { WORKER_RUNTIME, WorkerPool } from "./pool.js";
 
 /** What a worker needs to load a transformers.js model (structured-cloned into it). */
@@ -105,4 +107,19 @@ export function transformersPool(
       return { ...extra, transformers, options };
     },
   });
+}
+
+/**
+ * What is wrong with a local transformers.js model folder, or undefined when it has
+ * what loading needs: `config.json`, `tokenizer.json`, `tokenizer_config.json` and the
+ * weights file (e.g. `onnx/model.onnx`). Checked on the calling thread before any
+ * worker starts, so a wrong path fails fast. `layout` names the model whose folder
+ * layout is expected, for the message.
+ */
+export function modelFolderProblem(location: string, weights: string, layout: string): string | undefined {
+  if (!existsSync(location) || !statSync(location).isDirectory()) return "does not exist or is not a folder";
+  const needed = ["config.json", "tokenizer.json", "tokenizer_config.json", weights];
+  const missing = needed.filter((f) => !existsSync(join(location, f)));
+  if (missing.length === 0) return undefined;
+  return `lacks ${missing.join(", ")} (expected the layout of ${layout}: ${needed.join(", ")})`;
 }
