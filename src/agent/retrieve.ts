@@ -5,6 +5,7 @@
  */
 import { KnowledgeLayerError } from "../errors.js";
 import type { KnowledgeLayer, SearchResult } from "../knowledge-layer.js";
+import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import {
   type ConversationMemory,
   checkThreshold,
@@ -40,6 +41,8 @@ export interface TurnRetrievalOptions {
    * `belowThreshold` (default true).
    */
   fallback?: boolean;
+  /** Per-KB overrides of the document search (an agent's attachment settings: `maxResults`, `minScore`, `mode`). */
+  perKb?: Record<string, KbRetrievalOverrides>;
 }
 
 /** What {@link retrieveForTurn} found. */
@@ -100,6 +103,7 @@ export async function retrieveForTurn(
           topK: chunkTopK,
           minScore: threshold,
           fallbackBelowThreshold: fallback,
+          perKb: options.perKb,
         }),
     memoryTopK === 0
       ? []

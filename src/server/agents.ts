@@ -1,11 +1,15 @@
 /**
  * Agents of the HTTP API: a named retrieval profile of a tenant with attached
  * knowledge bases, each with its own retrieval settings (most results, minimum
- * score, mode). Stored in `kl.db` (`server_agents`, `server_agent_kbs`), created
- * by {@link AgentStore} itself. KBs are recorded by their catalog name.
+ * score, mode), and the inline limit of its attachments. Stored in `kl.db`
+ * (`server_agents`, `server_agent_kbs`), created by {@link AgentStore} itself.
+ * KBs are recorded by their catalog name. An agent's conversation memory lives in
+ * the library's memory tables (see `conversations.ts`).
  */
 import { randomUUID } from "node:crypto";
-import type { RetrievalMode } from "../config.js";
+import { DEFAULT_INLINE_LIMIT } from "../agent/routing.js";
+import { parseRetrievalMode, type RetrievalMode } from "../config.js";
+import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import type { Db } from "../store/database.js";
 import { HttpError } from "./errors.js";
 
@@ -35,9 +39,23 @@ export interface Agent {
   description: string | null;
   /** Results a retrieval returns when the request gives no `topK`. */
   topK: number;
+  /**
+   * Largest attachment text, in characters, answered inline by
+   * `POST /agents/:id/attachments` (longer ones are indexed). Default 3,000.
+   */
+  inlineLimit: number;
   kbs: Attachment[];
   createdAt: string;
   updatedAt: string;
+}
+
+/** Per-KB search overrides (`perKb`) from an attachment's retrieval settings. */
+export function overridesOf(config: AttachmentRetrievalConfig): KbRetrievalOverrides {
+  const out: KbRetrievalOverrides = {};
+  if (config.maxResults !== undefined) out.maxResults = config.maxResults;
+  if (config.minScore !== undefined) out.minScore = config.minScore;
+  if (config.mode !== undefined) out.mode = parseRetrievalMode(config.mode);
+  return out;
 }
 
 /** Default `topK` of a new agent. */
@@ -49,6 +67,7 @@ interface AgentRow {
   name: string;
   description: string | null;
   top_k: number;
+  inline_limit: number;
   created_at: string;
   updated_at: string;
 }
@@ -63,6 +82,7 @@ CREATE TABLE IF NOT EXISTS server_agents (
   name TEXT NOT NULL,
   description TEXT,
   top_k INTEGER NOT NULL,
+  inline_limit INTEGER NOT NULL DEFAULT ${DEFAULT_INLINE_LIMIT},
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   UNIQUE (tenant, name)
@@ -76,6 +96,13 @@ CREATE TABLE IF NOT EXISTS server_agent_kbs (
 );
 CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
 `);
+    // Tables created before agents had an inline limit.
+    const columns = db.prepare("PRAGMA table_info(server_agents)").all() as { name: string }[];
+    if (!columns.some((c) => c.name === "inline_limit")) {
+      db.exec(
+        `ALTER TABLE server_agents ADD COLUMN inline_limit INTEGER NOT NULL DEFAULT ${DEFAULT_INLINE_LIMIT}`,
+      );
+    }
   }
 
   /**
@@ -88,6 +115,7 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
       name: string;
       description?: string;
       topK?: number;
+      inlineLimit?: number;
       kbs?: { kb: string; retrievalConfig?: AttachmentRetrievalConfig }[];
     },
   ): Agent {
@@ -98,7 +126,7 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
         this.assertNameFree(tenant, input.name);
         this.db
           .prepare(
-            "INSERT INTO server_agents (id, tenant, name, description, top_k, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO server_agents (id, tenant, name, description, top_k, inline_limit, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
           )
           .run(
             id,
@@ -106,6 +134,7 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
             input.name,
             input.description ?? null,
             input.topK ?? DEFAULT_AGENT_TOP_K,
+            input.inlineLimit ?? DEFAULT_INLINE_LIMIT,
             now,
             now,
           );
@@ -132,13 +161,13 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
   }
 
   /**
-   * Updates an agent's name, description or default topK (`null` clears the description).
+   * Updates an agent's name, description, default topK or inline limit (`null` clears the description).
    * @throws HttpError 404 for an unknown agent, 409 for a name another agent of the tenant has.
    */
   update(
     tenant: string,
     id: string,
-    patch: { name?: string; description?: string | null; topK?: number },
+    patch: { name?: string; description?: string | null; topK?: number; inlineLimit?: number },
   ): Agent {
     this.db
       .transaction(() => {
@@ -146,12 +175,13 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
         if (patch.name !== undefined && patch.name !== agent.name) this.assertNameFree(tenant, patch.name);
         this.db
           .prepare(
-            "UPDATE server_agents SET name = ?, description = ?, top_k = ?, updated_at = ? WHERE id = ?",
+            "UPDATE server_agents SET name = ?, description = ?, top_k = ?, inline_limit = ?, updated_at = ? WHERE id = ?",
           )
           .run(
             patch.name ?? agent.name,
             patch.description === undefined ? agent.description : patch.description,
             patch.topK ?? agent.topK,
+            patch.inlineLimit ?? agent.inlineLimit,
             new Date().toISOString(),
             id,
           );
@@ -246,6 +276,7 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
       name: r.name,
       description: r.description,
       topK: r.top_k,
+      inlineLimit: r.inline_limit,
       kbs,
       createdAt: r.created_at,
       updatedAt: r.updated_at,

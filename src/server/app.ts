@@ -1,7 +1,8 @@
 /**
  * The HTTP API (`kl serve`): knowledge bases, document uploads ingested by
- * background jobs (with server-sent progress events), agents with attached KBs,
- * search, OpenAPI and health, on fastify. Every route but `/health` and
+ * background jobs (with server-sent progress events), agents with attached KBs
+ * (inline routing of attachments, conversation memory and context assembly, see
+ * `conversations.ts`), search, OpenAPI and health, on fastify. Every route but `/health` and
  * `/openapi.json` needs an API key, and a key only sees its tenant's resources
  * (see `tenancy.ts`).
  *
@@ -12,7 +13,7 @@
  * ```
  */
 import { createWriteStream } from "node:fs";
-import { stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -20,20 +21,18 @@ import { pipeline } from "node:stream/promises";
 import multipart from "@fastify/multipart";
 import swagger from "@fastify/swagger";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
-import {
-  type KnowledgeBaseConfig,
-  parseRetrievalMode,
-  type RetrievalMode,
-  validateKbConfig,
-} from "../config.js";
-import { ConfigError } from "../errors.js";
+import { INLINE_DOCUMENT_SEPARATOR, routeText } from "../agent/routing.js";
+import { type KnowledgeBaseConfig, type RetrievalMode, validateKbConfig } from "../config.js";
+import { ConfigError, ExtractionError } from "../errors.js";
 import type { ExtractOptions } from "../extract/contract.js";
+import { extractBytes } from "../extract/index.js";
 import type { DeepPartial, KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
 import { createReranker } from "../rerank/index.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import type { KbRecord } from "../store/catalog.js";
 import { redactKbConfig } from "../store/index.js";
-import { type Agent, AgentStore, type AttachmentRetrievalConfig } from "./agents.js";
+import { type Agent, AgentStore, type AttachmentRetrievalConfig, overridesOf } from "./agents.js";
+import { AgentConversations, type ContextRequest, type TurnInput } from "./conversations.js";
 import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
 import { formatBytes, HttpError, installErrorHandlers } from "./errors.js";
 import { JobManager, type UploadedFile } from "./jobs.js";
@@ -72,6 +71,20 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** Default most files per upload. */
 export const DEFAULT_MAX_FILES = 100;
 
+/** The multipart body of an agent attachment, for the OpenAPI document. */
+const ATTACHMENT_BODY_DOC = {
+  type: "object",
+  properties: {
+    file: {
+      type: "string",
+      format: "binary",
+      description: "the one file to attach; the part's file name becomes the document's name",
+    },
+    kb: { type: "string", description: "knowledge base to index a long file into (attached to the agent)" },
+  },
+  required: ["file"],
+};
+
 /** The multipart body of an upload, for the OpenAPI document (not validated: the route reads the parts). */
 const UPLOAD_BODY_DOC = {
   type: "object",
@@ -107,6 +120,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true } },
   });
   const agents = new AgentStore(kl.db);
+  const conversations = new AgentConversations(kl);
   const jobs = new JobManager(kl, {
     uploadsDir: options.uploadsDir ?? join(kl.dataDir, "uploads"),
     maxFinishedJobs: options.maxFinishedJobs,
@@ -129,11 +143,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       },
       components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
     },
-    // The upload route reads its multipart body itself; describe that body in the document only.
-    transform: ({ schema, url, route }) =>
-      url === "/kbs/:kb/documents" && route.method === "POST"
-        ? { schema: { ...schema, body: UPLOAD_BODY_DOC }, url }
-        : { schema, url },
+    // The upload routes read their multipart bodies themselves; describe those bodies in the document only.
+    transform: ({ schema, url, route }) => {
+      if (route.method === "POST" && url === "/kbs/:kb/documents")
+        return { schema: { ...schema, body: UPLOAD_BODY_DOC }, url };
+      if (route.method === "POST" && url === "/agents/:id/attachments")
+        return { schema: { ...schema, body: ATTACHMENT_BODY_DOC }, url };
+      return { schema, url };
+    },
   });
   await app.register(multipart, {
     throwFileSizeLimit: false,
@@ -165,6 +182,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     name: agent.name,
     description: agent.description,
     topK: agent.topK,
+    inlineLimit: agent.inlineLimit,
     kbs: agent.kbs.map((a) => ({ ...a, kb: tenantKbName(tenant, a.kb) })),
     createdAt: agent.createdAt,
     updatedAt: agent.updatedAt,
@@ -443,6 +461,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       name: string;
       description?: string;
       topK?: number;
+      inlineLimit?: number;
       kbs?: { kb: string; retrievalConfig?: AttachmentRetrievalConfig }[];
     };
   }>("/agents", { schema: schemas.createAgent }, async (request, reply) => {
@@ -470,11 +489,11 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     agentView(request.tenant, requireAgent(request.tenant, request.params.id)),
   );
 
-  app.patch<{ Params: { id: string }; Body: { name?: string; description?: string | null; topK?: number } }>(
-    "/agents/:id",
-    { schema: schemas.updateAgent },
-    async (request) =>
-      agentView(request.tenant, agents.update(request.tenant, request.params.id, request.body)),
+  app.patch<{
+    Params: { id: string };
+    Body: { name?: string; description?: string | null; topK?: number; inlineLimit?: number };
+  }>("/agents/:id", { schema: schemas.updateAgent }, async (request) =>
+    agentView(request.tenant, agents.update(request.tenant, request.params.id, request.body)),
   );
 
   app.delete<{ Params: { id: string } }>(
@@ -483,6 +502,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     async (request, reply) => {
       if (!agents.delete(request.tenant, request.params.id))
         throw new HttpError(404, `agent "${request.params.id}" not found`);
+      conversations.forgetAgent(request.tenant, request.params.id);
       return reply.code(204).send();
     },
   );
@@ -546,6 +566,172 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     },
   );
 
+  // ---- agents: attachments, conversation memory, context ----
+
+  /**
+   * The KB (catalog record) a long attachment of `agent` is indexed into: `name`
+   * when given (it must be attached), else the agent's first attached KB; undefined
+   * when none is given and none is attached.
+   * @throws HttpError 400 (`kb`) for an unknown or unattached KB.
+   */
+  const attachmentKb = (tenant: string, agent: Agent, name: string | undefined): KbRecord | undefined => {
+    if (name === undefined) {
+      for (const a of agent.kbs) {
+        const kb = kl.catalog.getKb(a.kb);
+        if (kb) return kb;
+      }
+      return undefined;
+    }
+    const internal = resolveAttachment(tenant, name, "kb");
+    if (!agent.kbs.some((a) => a.kb === internal))
+      throw new HttpError(400, `knowledge base "${name}" is not attached to agent "${agent.id}"`, "kb");
+    return kl.catalog.getKb(internal);
+  };
+
+  app.post<{ Params: { id: string }; Querystring: { kb?: string } }>(
+    "/agents/:id/attachments",
+    { schema: schemas.attachToAgent },
+    async (request, reply) => {
+      const { tenant } = request;
+      const agent = requireAgent(tenant, request.params.id);
+      if (!request.isMultipart()) {
+        throw new HttpError(415, "upload the file as multipart/form-data (one file part)");
+      }
+      const { id, dir } = await jobs.reserve(tenant);
+      let submitted = false;
+      try {
+        let file: UploadedFile | undefined;
+        let kbField: string | undefined;
+        for await (const part of request.parts()) {
+          if (part.type !== "file") {
+            if (part.fieldname !== "kb")
+              throw new HttpError(
+                400,
+                `unexpected form field "${part.fieldname}": send one file part and optionally "kb"`,
+                part.fieldname,
+              );
+            if (kbField !== undefined || typeof part.value !== "string" || part.value === "")
+              throw new HttpError(400, 'form field "kb" must be given once, as a knowledge base name', "kb");
+            kbField = part.value;
+            continue;
+          }
+          if (file) {
+            part.file.resume();
+            throw new HttpError(
+              400,
+              "send exactly one file part (attach files one at a time)",
+              part.fieldname,
+            );
+          }
+          const name = uploadName(part.filename);
+          if (!name) {
+            part.file.resume();
+            throw new HttpError(400, `file part "${part.fieldname}" has no usable file name`, part.fieldname);
+          }
+          const storedPath = join(dir, "0");
+          await pipeline(part.file, createWriteStream(storedPath));
+          if (part.file.truncated) {
+            throw new HttpError(
+              413,
+              `file "${name}" is larger than the upload limit of ${formatBytes(maxFileBytes)}`,
+              part.fieldname,
+            );
+          }
+          file = { name, storedPath, bytes: (await stat(storedPath)).size, mimetype: part.mimetype };
+        }
+        if (!file) throw new HttpError(400, "no file: send one file part as multipart/form-data", "file");
+        const queryKb = request.query.kb;
+        if (kbField !== undefined && queryKb !== undefined && kbField !== queryKb)
+          throw new HttpError(
+            400,
+            `the form field "kb" ("${kbField}") and the query parameter "kb" ("${queryKb}") differ`,
+            "kb",
+          );
+        const kb = attachmentKb(tenant, agent, kbField ?? queryKb);
+        let documents: Awaited<ReturnType<typeof extractBytes>>;
+        try {
+          documents = await extractBytes(
+            file.name,
+            await readFile(file.storedPath),
+            undefined,
+            kb?.config.extraction ?? {},
+            file.mimetype,
+          );
+        } catch (error) {
+          if (error instanceof ExtractionError) throw new HttpError(400, error.message, "file");
+          throw error;
+        }
+        const withText = documents.filter((d) => d.text.trim() !== "");
+        if (withText.length === 0)
+          throw new HttpError(400, `${file.name}: no text to attach (the extracted text is empty)`, "file");
+        const text = withText.map((d) => d.text).join(INLINE_DOCUMENT_SEPARATOR);
+        const limit = agent.inlineLimit;
+        if (routeText(text, limit) === "inline") {
+          return { route: "inline", name: file.name, text, chars: text.length, limit };
+        }
+        if (!kb) {
+          throw new HttpError(
+            400,
+            `"${file.name}" has ${text.length} characters, over agent "${agent.name}"'s inline limit of ${limit}, so it must be indexed, but the agent has no knowledge base attached: attach one with PUT /agents/${agent.id}/kbs/{kb}`,
+            "kb",
+          );
+        }
+        const job = jobs.submit({
+          id,
+          dir,
+          tenant,
+          kb: tenantKbName(tenant, kb.name),
+          internalKb: kb.name,
+          files: [{ ...file, documents: withText }],
+          embed: true,
+        });
+        submitted = true;
+        return reply
+          .code(202)
+          .header("location", `/jobs/${job.id}`)
+          .send({
+            route: "retrieve",
+            name: file.name,
+            kb: tenantKbName(tenant, kb.name),
+            chars: text.length,
+            limit,
+            job,
+          });
+      } finally {
+        if (!submitted) await jobs.release(dir);
+      }
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: TurnInput }>(
+    "/agents/:id/turns",
+    { schema: schemas.rememberTurn },
+    async (request, reply) => {
+      const agent = requireAgent(request.tenant, request.params.id);
+      const memory = await conversations.remember(request.tenant, agent, request.body);
+      return reply.code(201).send(memory);
+    },
+  );
+
+  app.delete<{ Params: { id: string; sessionId: string }; Querystring: { threadId?: string } }>(
+    "/agents/:id/sessions/:sessionId",
+    { schema: schemas.forgetSession },
+    async (request) => {
+      const agent = requireAgent(request.tenant, request.params.id);
+      const { sessionId } = request.params;
+      const { threadId } = request.query;
+      const deleted = conversations.forget(request.tenant, agent, sessionId, threadId);
+      return { sessionId, ...(threadId === undefined ? {} : { threadId }), deleted };
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: ContextRequest }>(
+    "/agents/:id/context",
+    { schema: schemas.context },
+    async (request) =>
+      conversations.context(request.tenant, requireAgent(request.tenant, request.params.id), request.body),
+  );
+
   // ---- search ----
 
   app.post<{
@@ -599,15 +785,6 @@ function redactSecrets(config: KnowledgeBaseConfig): KnowledgeBaseConfig {
   if (expansionLlm?.apiKey) {
     out.retrieval = { ...out.retrieval, expansionLlm: { ...expansionLlm, apiKey: "***" } };
   }
-  return out;
-}
-
-/** Per-KB search overrides from an attachment's retrieval settings. */
-function overridesOf(config: AttachmentRetrievalConfig): KbRetrievalOverrides {
-  const out: KbRetrievalOverrides = {};
-  if (config.maxResults !== undefined) out.maxResults = config.maxResults;
-  if (config.minScore !== undefined) out.minScore = config.minScore;
-  if (config.mode !== undefined) out.mode = parseRetrievalMode(config.mode);
   return out;
 }
 

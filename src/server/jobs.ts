@@ -61,6 +61,11 @@ export interface UploadedFile {
   storedPath: string;
   bytes: number;
   mimetype?: string;
+  /**
+   * The file's documents when they were extracted already (an agent attachment,
+   * extracted to choose its route): the job ingests them instead of extracting again.
+   */
+  documents?: ExtractedDocument[];
 }
 
 /** A job as the API shows it. */
@@ -293,12 +298,16 @@ export class JobManager {
         }
         let docs: ExtractedDocument[] | undefined;
         try {
-          const bytes = await readFile(file.storedPath);
-          docs = await extractBytes(file.name, bytes, undefined, kb.config.extraction ?? {}, file.mimetype);
+          if (file.documents) docs = file.documents;
+          else {
+            const bytes = await readFile(file.storedPath);
+            docs = await extractBytes(file.name, bytes, undefined, kb.config.extraction ?? {}, file.mimetype);
+          }
         } catch (error) {
           summary.errors.push({ file: file.name, reason: reasonOf(error, job.tenant) });
           failed.add(file.name);
         } finally {
+          file.documents = undefined;
           await rm(file.storedPath, { force: true }).catch(() => {});
         }
         if (docs) {

@@ -3,6 +3,8 @@
  * requests with them (unknown fields are rejected, types are not coerced) and
  * @fastify/swagger turns them into `GET /openapi.json`.
  */
+import { DEFAULT_CHUNK_TOP_K } from "../agent/retrieve.js";
+import { DEFAULT_INLINE_LIMIT } from "../agent/routing.js";
 import { RETRIEVAL_MODES } from "../config.js";
 import { ERROR_SCHEMA } from "./errors.js";
 
@@ -11,6 +13,21 @@ export const MAX_API_TOP_K = 100;
 
 /** Longest query accepted, in characters. */
 export const MAX_QUERY_CHARS = 4000;
+
+/** Largest agent `inlineLimit`, in characters. */
+export const MAX_INLINE_LIMIT = 1_000_000;
+
+/** Longest session or thread id, in characters. */
+export const MAX_CONVERSATION_ID = 200;
+
+const inlineLimitSchema = {
+  type: "integer",
+  minimum: 0,
+  maximum: MAX_INLINE_LIMIT,
+  description: `largest attachment text, in characters, answered inline by POST /agents/{id}/attachments (default ${DEFAULT_INLINE_LIMIT}; 0 always indexes)`,
+} as const;
+
+const conversationId = { type: "string", minLength: 1, maxLength: MAX_CONVERSATION_ID } as const;
 
 const modeSchema = {
   type: "string",
@@ -111,6 +128,7 @@ const agentView = {
     name: { type: "string" },
     description: { type: ["string", "null"] },
     topK: { type: "integer" },
+    inlineLimit: { type: "integer" },
     kbs: {
       type: "array",
       items: {
@@ -305,6 +323,7 @@ export const schemas = {
         name: { type: "string", minLength: 1, maxLength: 100 },
         description: { type: "string", maxLength: 2000 },
         topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+        inlineLimit: inlineLimitSchema,
         kbs: {
           type: "array",
           maxItems: 50,
@@ -337,7 +356,7 @@ export const schemas = {
   },
   updateAgent: {
     tags: ["agents"],
-    summary: "rename an agent or change its description or default topK",
+    summary: "rename an agent or change its description, default topK or inline limit",
     security,
     params: idParams,
     body: {
@@ -348,6 +367,7 @@ export const schemas = {
         name: { type: "string", minLength: 1, maxLength: 100 },
         description: { type: ["string", "null"], maxLength: 2000 },
         topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+        inlineLimit: inlineLimitSchema,
       },
     },
     response: { 200: agentView, ...errors, 409: { description: "the name is taken", ...ERROR_SCHEMA } },
@@ -403,6 +423,205 @@ export const schemas = {
       },
     },
     response: { 200: searchResponse, ...errors },
+  },
+  attachToAgent: {
+    tags: ["agents"],
+    summary: "attach a file to an agent's conversation: inline when short, else indexed in a background job",
+    description:
+      "multipart/form-data with one file part (and optionally a `kb` field). When the file's extracted text is at most the agent's `inlineLimit` characters, answers 200 with the text and indexes nothing; otherwise ingests it into the knowledge base named by `kb` (form field or query parameter; it must be attached to the agent; default the agent's first attached KB) and answers 202 with the job.",
+    security,
+    consumes: ["multipart/form-data"],
+    params: idParams,
+    querystring: {
+      type: "object",
+      additionalProperties: false,
+      properties: { kb: { ...kbName, description: "knowledge base to index a long file into" } },
+    },
+    response: {
+      200: {
+        type: "object",
+        additionalProperties: true,
+        description: "the file is short enough to go into the prompt whole; nothing was indexed",
+        properties: {
+          route: { type: "string", enum: ["inline"] },
+          name: { type: "string" },
+          text: { type: "string" },
+          chars: { type: "integer" },
+          limit: { type: "integer" },
+        },
+      },
+      202: {
+        type: "object",
+        additionalProperties: true,
+        description: "the file is being indexed; follow the job with GET /jobs/:id or GET /jobs/:id/events",
+        properties: {
+          route: { type: "string", enum: ["retrieve"] },
+          name: { type: "string" },
+          kb: { type: "string" },
+          chars: { type: "integer" },
+          limit: { type: "integer" },
+          job: jobView,
+        },
+      },
+      ...errors,
+      413: { description: "the file is over the size limit", ...ERROR_SCHEMA },
+    },
+  },
+  rememberTurn: {
+    tags: ["agents"],
+    summary: "remember a conversation turn (user message and reply) of a session's thread",
+    security,
+    params: idParams,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      required: ["sessionId", "threadId", "user", "assistant"],
+      properties: {
+        sessionId: conversationId,
+        threadId: conversationId,
+        user: { type: "string" },
+        assistant: { type: "string" },
+        at: { type: "string", format: "date-time", description: "when the turn happened (default now)" },
+      },
+    },
+    response: {
+      201: {
+        type: "object",
+        additionalProperties: true,
+        properties: {
+          id: { type: "integer" },
+          sessionId: { type: "string" },
+          threadId: { type: "string" },
+          at: { type: "string" },
+          text: { type: "string" },
+        },
+      },
+      ...errors,
+    },
+  },
+  forgetSession: {
+    tags: ["agents"],
+    summary: "forget a session's remembered turns (one thread's with `threadId`)",
+    security,
+    params: {
+      type: "object",
+      properties: { id: idParams.properties.id, sessionId: conversationId },
+      required: ["id", "sessionId"],
+      additionalProperties: false,
+    },
+    querystring: {
+      type: "object",
+      additionalProperties: false,
+      properties: { threadId: conversationId },
+    },
+    response: {
+      200: {
+        type: "object",
+        additionalProperties: true,
+        properties: {
+          sessionId: { type: "string" },
+          threadId: { type: "string" },
+          deleted: { type: "integer", description: "turns forgotten" },
+        },
+      },
+      ...errors,
+    },
+  },
+  context: {
+    tags: ["agents"],
+    summary:
+      "assemble a turn's context: attached KBs' chunks, other threads' memories, conversation, within a budget",
+    description:
+      "Retrieves document chunks from the agent's attached knowledge bases (each with its attachment's settings) and memories from the session's other threads concurrently, then builds the messages in order: system, summaries, anchor, `[file chunk n]` chunks, `[memory n]` memories, recent messages. Sizes are characters.",
+    security,
+    params: idParams,
+    body: {
+      type: "object",
+      additionalProperties: false,
+      required: ["query", "sessionId", "threadId"],
+      properties: {
+        query: { type: "string", minLength: 1, maxLength: MAX_QUERY_CHARS },
+        sessionId: conversationId,
+        threadId: { ...conversationId, description: "the current thread (its memories are not recalled)" },
+        system: { type: "array", items: { type: "string" }, maxItems: 100 },
+        summaries: { type: "array", items: { type: "string" }, maxItems: 100 },
+        anchor: { type: "string" },
+        recent: {
+          type: "array",
+          maxItems: 1000,
+          description: "the conversation so far, oldest first",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["role", "content"],
+            properties: {
+              role: { type: "string", enum: ["user", "assistant", "system"] },
+              content: { type: "string" },
+              id: { type: "string", maxLength: MAX_CONVERSATION_ID },
+            },
+          },
+        },
+        budget: {
+          type: "integer",
+          minimum: 1,
+          maximum: 10_000_000,
+          description: "largest total content, in characters (default 18000)",
+        },
+        messageLimit: {
+          type: "integer",
+          minimum: 1,
+          maximum: 10_000_000,
+          description: "longest user/assistant message sent whole, in characters (default 3000)",
+        },
+        chunkTopK: {
+          type: "integer",
+          minimum: 0,
+          maximum: MAX_API_TOP_K,
+          description: `document chunks retrieved (default ${DEFAULT_CHUNK_TOP_K}; 0 skips)`,
+        },
+        memoryTopK: {
+          type: "integer",
+          minimum: 0,
+          maximum: MAX_API_TOP_K,
+          description: "memories recalled (default 3; 0 skips)",
+        },
+        threshold: {
+          type: "number",
+          minimum: 0,
+          maximum: 1,
+          description:
+            "minimum score of chunks (unless the attachment sets minScore) and memories (default 0.45)",
+        },
+        fallback: {
+          type: "boolean",
+          description:
+            "when a side finds nothing at the threshold, return its best flagged belowThreshold (default true)",
+        },
+      },
+    },
+    response: {
+      200: {
+        type: "object",
+        additionalProperties: true,
+        properties: {
+          messages: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: { role: { type: "string" }, content: { type: "string" } },
+            },
+          },
+          parts: { type: "array", items: anyObject },
+          dropped: { type: "array", items: anyObject },
+          totalChars: { type: "integer" },
+          budget: { type: "integer" },
+          chunks: { type: "array", items: anyObject },
+          memories: { type: "array", items: anyObject },
+          warnings: { type: "array", items: { type: "string" } },
+        },
+      },
+      ...errors,
+    },
   },
   search: {
     tags: ["search"],
