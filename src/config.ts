@@ -223,12 +223,17 @@ export function validateVectorStore(
       fail(`vectorStore.${field}`, "must be a non-empty string");
     }
   }
+  if (vs.type === "sqlite" && vs.url !== undefined)
+    fail("vectorStore.url", "does not apply to sqlite (the embedded store)");
   if (vs.url !== undefined) {
     let protocol = "";
     try {
       protocol = new URL(vs.url).protocol;
     } catch {
-      fail("vectorStore.url", `"${vs.url}" is not a URL`);
+      fail(
+        "vectorStore.url",
+        `is not a URL (expected e.g. ${vs.type === "pgvector" ? "postgres://user@host:5432/db" : "http://host:port"})`,
+      );
     }
     const allowed = vs.type === "pgvector" ? ["postgres:", "postgresql:"] : ["http:", "https:"];
     if (!allowed.includes(protocol)) {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { type Cache, type CacheConfig, createCache } from "./cache/index.js";
 import { queryEmbeddingKey, searchResultKey } from "./cache/keys.js";
 import {
@@ -41,7 +41,7 @@ import { Catalog, type KbCounts, type KbRecord } from "./store/catalog.js";
 import type { VectorStore } from "./store/contract.js";
 import { type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
-import { chunkPayload, type FillProgress, fillCollection } from "./store/migrate.js";
+import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { ExtractedDocument } from "./types.js";
 
@@ -255,7 +255,7 @@ export class KnowledgeLayer {
       name,
       chunking: { ...base.chunking, ...defined(overrides.chunking) },
       embedding: embeddingConfig(defined(overrides.embedding)),
-      vectorStore: { ...base.vectorStore, ...defined(overrides.vectorStore) },
+      vectorStore: withOwnCollection(name, { ...base.vectorStore, ...defined(overrides.vectorStore) }),
       retrieval: {
         ...base.retrieval,
         ...(defined(overrides.retrieval) as Partial<KnowledgeBaseConfig["retrieval"]>),
@@ -277,6 +277,7 @@ export class KnowledgeLayer {
     }
     validateKbConfig(config);
     checkEmbedder(config);
+    this.checkCollectionFree(config);
     // The reranker's own settings (URLs, model names, keys) are checked now, not at the first search.
     const rc = config.retrieval.reranker;
     if (rc.type !== "auto" && rc.type !== "none") {
@@ -317,7 +318,7 @@ export class KnowledgeLayer {
    * same texts later costs no model calls.
    * @throws KnowledgeLayerError for an unknown KB.
    */
-  async deleteKb(name: string): Promise<void> {
+  async deleteKb(name: string, options: { force?: boolean } = {}): Promise<{ warning?: string }> {
     const kb = this.catalog.getKb(name);
     if (!kb) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
     const collection = collectionOf(kb.config);
@@ -328,11 +329,52 @@ export class KnowledgeLayer {
           this.catalog.deleteKb(name);
         })
         .immediate();
-      return;
+      return {};
     }
-    // Server first: if it cannot be reached, the KB stays whole and the delete can be retried.
-    await (await this.vectorStore(kb.config)).dropCollection(collection);
+    // Server first: if it cannot be reached, the KB stays whole and the delete can be retried
+    // (or forced, leaving the vectors on the server).
+    let warning: string | undefined;
+    try {
+      await (await this.vectorStore(kb.config)).dropCollection(collection);
+    } catch (err) {
+      if (!options.force) {
+        throw new KnowledgeLayerError(
+          `${(err as Error).message}; the knowledge base was not deleted (use --force to delete it here and leave collection "${collection}" on the server)`,
+          { cause: err },
+        );
+      }
+      warning = `collection "${collection}" was left on ${describeStore(kb.config.vectorStore)}: ${(err as Error).message}`;
+    }
     this.db.transaction(() => this.catalog.deleteKb(name)).immediate();
+    return warning ? { warning } : {};
+  }
+
+  /** 6 hex characters naming one KB of one data directory for its lifetime (store id, name, creation time). */
+  private kbTag(kb: KbRecord): string {
+    return createHash("sha256")
+      .update(`${this.catalog.storeId()}\u0000${kb.name}\u0000${kb.createdAt}`)
+      .digest("hex")
+      .slice(0, 6);
+  }
+
+  /**
+   * Refuses a KB config whose collection another KB of this data directory already
+   * uses on the same store (deleting one would drop the other's vectors).
+   * @throws ConfigError naming the other KB.
+   */
+  private checkCollectionFree(config: KnowledgeBaseConfig): void {
+    const collection = collectionOf(config);
+    for (const other of this.catalog.listKbs()) {
+      if (other.name === config.name) continue;
+      if (
+        sameStore(other.config.vectorStore, config.vectorStore) &&
+        collectionOf(other.config) === collection
+      ) {
+        throw new ConfigError(
+          `knowledge base "${config.name}": collection "${collection}" of ${describeStore(config.vectorStore)} belongs to knowledge base "${other.name}"`,
+        );
+      }
+    }
   }
 
   /**
@@ -352,8 +394,13 @@ export class KnowledgeLayer {
     options: { dropSource?: boolean; onProgress?: (p: FillProgress) => void } = {},
   ): Promise<FillProgress & { from: string; to: string }> {
     const kb = this.getKb(name);
-    const target: KnowledgeBaseConfig = { ...kb.config, vectorStore: { ...to } };
+    // Without a collection name the target's is derived from the KB (stable, so a rerun resumes).
+    const target: KnowledgeBaseConfig = {
+      ...kb.config,
+      vectorStore: withOwnCollection(name, { ...to }, this.kbTag(kb)),
+    };
     validateKbConfig(target);
+    this.checkCollectionFree(target);
     const sourceCollection = collectionOf(kb.config);
     const targetCollection = collectionOf(target);
     const from = describeStore(kb.config.vectorStore);
@@ -366,30 +413,48 @@ export class KnowledgeLayer {
     const source = await this.vectorStore(kb.config);
     const destination = await this.vectorStore(target);
     const info = await source.info(sourceCollection);
+    const embedded = this.catalog.embeddedChunkCount(name);
+    if (!info && embedded > 0) {
+      throw new KnowledgeLayerError(
+        `knowledge base "${name}": ${from} has no collection "${sourceCollection}", but ${embedded} chunks should have vectors there; ` +
+          `re-create them with kl kb reembed ${name} or by ingesting again`,
+      );
+    }
     let progress: FillProgress = { done: 0, total: 0, written: 0, skipped: 0 };
     if (info) {
       await destination.createCollection(targetCollection, info.dimension, info.metric);
-      progress = await fillCollection({
-        catalog: this.catalog,
-        kb: name,
-        target: destination,
-        collection: targetCollection,
-        onProgress: options.onProgress,
-        produce: async (chunks) => {
-          const records = await source.get(
-            sourceCollection,
-            chunks.map((c) => String(c.id)),
-          );
-          if (records.length !== chunks.length) {
-            const have = new Set(records.map((r) => r.id));
-            const lost = chunks.filter((c) => !have.has(String(c.id))).map((c) => c.id);
-            throw new KnowledgeLayerError(
-              `knowledge base "${name}": ${from} has no vectors for chunks ${lost.slice(0, 5).join(", ")}${lost.length > 5 ? "…" : ""}; re-ingest the KB or run kl kb reembed`,
+      try {
+        progress = await fillCollection({
+          catalog: this.catalog,
+          kb: name,
+          version: () => this.catalog.dataVersion(name),
+          target: destination,
+          collection: targetCollection,
+          onProgress: options.onProgress,
+          produce: async (chunks) => {
+            const records = await source.get(
+              sourceCollection,
+              chunks.map((c) => String(c.id)),
             );
-          }
-          return records;
-        },
-      });
+            if (records.length !== chunks.length) {
+              const have = new Set(records.map((r) => r.id));
+              const lost = chunks.filter((c) => !have.has(String(c.id))).map((c) => c.id);
+              throw new KnowledgeLayerError(
+                `knowledge base "${name}": ${from} has no vectors for chunks ${lost.slice(0, 5).join(", ")}${lost.length > 5 ? "…" : ""}; re-ingest the KB or run kl kb reembed`,
+              );
+            }
+            return records;
+          },
+        });
+      } catch (err) {
+        if (err instanceof FillVerificationError) {
+          await destination.dropCollection(targetCollection).catch(() => {});
+          throw new KnowledgeLayerError(
+            `${err.message}; the partial copy was removed and the KB still uses ${from}: run kl kb migrate again`,
+          );
+        }
+        throw err;
+      }
     }
     this.catalog.updateKbConfig(target);
     if (options.dropSource && info) await source.dropCollection(sourceCollection);
@@ -415,7 +480,8 @@ export class KnowledgeLayer {
     const kb = this.getKb(name);
     const old = kb.config;
     const embedding = embeddingConfig(defined(settings));
-    const collection = `kb_${name}@${embeddingSlug(embedding)}`;
+    // The KB's collection name without an earlier model tag: deterministic, so a rerun resumes.
+    const collection = `${collectionOf(old).split("@")[0]}@${embeddingSlug(embedding)}`;
     const target: KnowledgeBaseConfig = {
       ...old,
       embedding: { ...embedding },
@@ -432,21 +498,37 @@ export class KnowledgeLayer {
     const embedder = this.embedder(target);
     const dimension = await embedder.resolveDimension();
     await store.createCollection(collection, dimension, "cosine");
-    const progress = await fillCollection({
-      catalog: this.catalog,
-      kb: name,
-      target: store,
-      collection,
-      onProgress: options.onProgress,
-      produce: async (chunks) => {
-        const vectors = await embedder.embedTexts(chunks.map((c) => c.text));
-        return chunks.map((c, i) => ({
-          id: String(c.id),
-          vector: vectors[i] as Float32Array,
-          payload: chunkPayload(c),
-        }));
-      },
-    });
+    let progress: FillProgress;
+    try {
+      progress = await fillCollection({
+        catalog: this.catalog,
+        kb: name,
+        version: () => this.catalog.dataVersion(name),
+        target: store,
+        collection,
+        onProgress: options.onProgress,
+        produce: async (chunks) => {
+          const vectors = await embedder.embedTexts(chunks.map((c) => c.text));
+          return chunks.map((c, i) => ({
+            id: String(c.id),
+            vector: vectors[i] as Float32Array,
+            payload: chunkPayload(c),
+          }));
+        },
+      });
+    } catch (err) {
+      if (err instanceof FillVerificationError) {
+        await store.dropCollection(collection).catch(() => {});
+        throw new KnowledgeLayerError(
+          `${err.message}; the partial collection was removed and the KB keeps its current model: run kl kb reembed again`,
+        );
+      }
+      // Nothing written yet (a bad key, an unreachable endpoint): leave no empty collection behind.
+      if (((await store.info(collection).catch(() => undefined))?.count ?? 1) === 0) {
+        await store.dropCollection(collection).catch(() => {});
+      }
+      throw err;
+    }
     this.db
       .transaction(() => {
         this.catalog.updateKbConfig(target);
@@ -516,7 +598,8 @@ export class KnowledgeLayer {
       if (unembedded > 0) {
         warnings.push(
           `${unembedded} of ${documents} documents in knowledge base "${kb.name}" have no vectors ` +
-            "(ingested with --no-embed): vector search cannot find them; ingest them again without --no-embed",
+            "(ingested with --no-embed, or their vectors could not be stored): vector search cannot find them; " +
+            "ingest them again (without --no-embed)",
         );
       }
     }
@@ -663,7 +746,11 @@ export class KnowledgeLayer {
     const key = `${lane}\u0000${JSON.stringify(config.embedding)}`;
     let e = this.embedders.get(key);
     if (!e) {
-      e = new CachedEmbedder(createEmbedder(config.embedding, { offThread: this.offThread, lane }), this.db);
+      e = new CachedEmbedder(
+        createEmbedder(config.embedding, { offThread: this.offThread, lane }),
+        this.db,
+        embeddingCacheModel(config.embedding),
+      );
       this.embedders.set(key, e);
     }
     return e;
@@ -675,7 +762,11 @@ export class KnowledgeLayer {
     return {
       catalog: this.catalog,
       bm25: this.bm25,
-      store: await this.vectorStore(kb.config),
+      // Keyword-only ingest writes no vectors, so it goes on when the store is unreachable
+      // (stale vectors it cannot delete are ignored by search).
+      store: embed
+        ? await this.vectorStore(kb.config)
+        : await this.vectorStore(kb.config).catch((err: unknown) => unavailableStore(err)),
       embedder: embed ? this.embedder(kb.config) : undefined,
       // embedding_semantic chunking embeds sentences even without chunk vectors (see IngestOptions.embed).
       chunkingEmbedder:
@@ -705,9 +796,73 @@ function checkEmbedder(config: KnowledgeBaseConfig): void {
   }
 }
 
+/**
+ * What identifies the server (and database or index) a store config points at: the type,
+ * the URL without password, trailing slash or default port, the pgvector schema (default
+ * `kl`) and the Pinecone index. Two configs written differently for the same place match.
+ */
+function storeIdentity(vs: VectorStoreConfig): string {
+  let url = "";
+  if (vs.url) {
+    try {
+      const u = new URL(vs.url);
+      url = `${u.protocol}//${u.username}@${u.host.toLowerCase()}${u.pathname.replace(/\/+$/, "")}`;
+    } catch {
+      url = vs.url;
+    }
+  }
+  const schema = vs.type === "pgvector" ? (vs.schema ?? "kl") : "";
+  return JSON.stringify([vs.type, url, schema, vs.index ?? ""]);
+}
+
+/**
+ * A server store config with its collection named: as given, else `kb_<name>_<6 random
+ * hex>`, so KBs of two data directories (or a KB re-created under an old name) sharing a
+ * server never write into each other's collection. The embedded store keeps `kb_<name>`.
+ */
+function withOwnCollection(name: string, vs: VectorStoreConfig, tag?: string): VectorStoreConfig {
+  if (vs.type === "sqlite" || vs.collection) return vs;
+  return { ...vs, collection: `kb_${name}_${tag ?? randomBytes(3).toString("hex")}` };
+}
+
+/**
+ * The model part of an embedding-cache key: the model name, plus a hash of every other
+ * setting that changes vectors (endpoint URL, dimension, prefixes, pooling…) when there
+ * are any, so two endpoints serving one model name never share cached vectors.
+ */
+function embeddingCacheModel(e: KnowledgeBaseConfig["embedding"]): string {
+  const { provider: _p, model: _m, ...rest } = embeddingIdentity(e);
+  const settings = Object.entries(rest)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => a.localeCompare(b));
+  if (settings.length === 0) return e.model;
+  return `${e.model}#${createHash("sha256").update(JSON.stringify(settings)).digest("hex").slice(0, 12)}`;
+}
+
+/** A store whose every call fails with `error` (a server that could not be reached). */
+function unavailableStore(error: unknown): VectorStore {
+  const fail = async (): Promise<never> => {
+    throw error;
+  };
+  return {
+    kind: "unavailable",
+    connect: fail,
+    close: async () => {},
+    createCollection: fail,
+    dropCollection: fail,
+    addBatch: fail,
+    search: fail,
+    get: fail,
+    delete: fail,
+    update: fail,
+    info: fail,
+    health: async () => false,
+  };
+}
+
 /** True when two store configs point at the same server (or both at the embedded store). */
 function sameStore(a: VectorStoreConfig, b: VectorStoreConfig): boolean {
-  return a.type === b.type && a.url === b.url && a.index === b.index && a.schema === b.schema;
+  return storeIdentity(a) === storeIdentity(b);
 }
 
 /** A collection-name-safe tag of an embedding model: `provider-model` plus a short hash of the whole config. */

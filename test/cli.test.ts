@@ -300,13 +300,15 @@ describe("kl kb: vector stores and embedding providers", () => {
     );
     expect(created.code).toBe(0);
     expect(created.stdout).not.toContain("s3cret");
-    expect(JSON.parse(created.stdout).vectorStore).toEqual({
+    const vectorStore = JSON.parse(created.stdout).vectorStore;
+    expect(vectorStore).toEqual({
       type: "pgvector",
       url: "postgres://kl:***@db.internal:5432/kl",
+      collection: expect.stringMatching(/^kb_on-pg_[0-9a-f]{6}$/),
     });
     const show = kl("kb", "show", "on-pg");
     expect(show.stdout).toContain(
-      "store:      pgvector postgres://kl:***@db.internal:5432/kl, collection kb_on-pg",
+      `store:      pgvector postgres://kl:***@db.internal:5432/kl, collection ${vectorStore.collection}`,
     );
     expect(show.stdout).not.toContain("s3cret");
     const noUrl = kl("kb", "create", "no-url", "--store", "chroma");

@@ -105,6 +105,36 @@ describe("re-embedding a knowledge base with another model", () => {
     );
   });
 
+  it("never serves one endpoint's cached vectors for another endpoint with the same model name", async () => {
+    const respond = openAiResponder({ key: null, otherDim: 24 });
+    const flipped = await startMockServer((req) => {
+      const reply = respond(req);
+      const body = reply.body as { data?: { embedding: number[] }[] };
+      for (const d of body.data ?? []) d.embedding = d.embedding.map((x) => -x);
+      return reply;
+    });
+    try {
+      const at = (url: string) => ({
+        provider: "openai-compatible" as const,
+        model: "mini-embed",
+        baseUrl: `${url}/v1`,
+      });
+      kl.createKb("first", { embedding: at(server.url) });
+      kl.createKb("second", { embedding: at(flipped.url) });
+      const one = await kl.ingestDocuments(docs.slice(0, 5), { kb: "first" });
+      const two = await kl.ingestDocuments(docs.slice(0, 5), { kb: "second" });
+      expect(one.embedded.computed).toBe(5);
+      expect(two.embedded).toMatchObject({ computed: 5, cached: 0 });
+      const q = docs[2]?.text as string;
+      const a = await kl.search(q, { kbs: ["first"], mode: "vector_only", topK: 1 });
+      const b = await kl.search(q, { kbs: ["second"], mode: "vector_only", topK: 1 });
+      expect(a.results[0]?.score).toBeCloseTo(1, 4);
+      expect(b.results[0]?.score).toBeCloseTo(1, 4);
+    } finally {
+      await flipped.close();
+    }
+  });
+
   it("checks the embedding settings when the KB is created", () => {
     expect(() => kl.createKb("bad", { embedding: { provider: "openai-compatible", model: "m" } })).toThrow(
       /knowledge base "bad": embedding: .*baseUrl/,

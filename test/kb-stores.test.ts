@@ -207,6 +207,94 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
     expect(vector.warnings).toEqual([]);
   }, 60_000);
 
+  it("gives each server-store KB its own collection and refuses sharing one", async () => {
+    const pg = (stores.pgvector as () => VectorStoreConfig)();
+    const a = kl.createKb("own-a", { vectorStore: pg });
+    expect(a.config.vectorStore.collection).toMatch(/^kb_own-a_[0-9a-f]{6}$/);
+    kl.createKb("own-b", { vectorStore: { ...pg, collection: "team_vectors" } });
+    // The same server written differently (trailing slash, the default schema spelled out) is the same store.
+    expect(() =>
+      kl.createKb("own-c", {
+        vectorStore: {
+          ...pg,
+          url: `${pg.url ?? ""}/`,
+          schema: "kl_test",
+          collection: "team_vectors",
+        },
+      }),
+    ).toThrow(/collection "team_vectors" of pgvector .* belongs to knowledge base "own-b"/);
+    await kl.ingestDocuments(corpus().slice(0, 2), { kb: "own-b" });
+    await expect(
+      kl.migrateKb("own-b", {
+        ...pg,
+        url: `${pg.url ?? ""}/`,
+        collection: "team_vectors",
+      }),
+    ).rejects.toThrow(/already uses pgvector/);
+    await kl.deleteKb("own-a");
+    await kl.deleteKb("own-b");
+  }, 60_000);
+
+  it("refuses to migrate a KB whose vectors are missing, and restarts a copy the KB changed under", async () => {
+    kl.createKb("lost", { vectorStore: (stores.chroma as () => VectorStoreConfig)() });
+    await kl.ingestDocuments(corpus().slice(0, 3), { kb: "lost" });
+    const store = await kl.vectorStore(kl.getKb("lost").config);
+    await store.dropCollection(collectionOf(kl.getKb("lost").config));
+    await expect(kl.migrateKb("lost", { type: "sqlite", collection: "lost_copy" })).rejects.toThrow(
+      /has no collection .* but 3 chunks should have vectors there/,
+    );
+    expect(kl.getKb("lost").config.vectorStore.type).toBe("chroma");
+
+    kl.createKb("busy");
+    await kl.ingestDocuments(corpus(300), { kb: "busy" });
+    const target = { type: "sqlite" as const, collection: "busy_copy" };
+    const dest = await kl.vectorStore({ ...kl.getKb("busy").config, vectorStore: target });
+    const add = dest.addBatch.bind(dest);
+    let once = false;
+    const spy = vi.spyOn(dest, "addBatch").mockImplementation(async (c, records) => {
+      await add(c, records);
+      if (!once) {
+        once = true; // an ingest lands between two rounds of the copy
+        await kl.ingestDocuments(
+          [
+            {
+              uri: "mem:late",
+              text: "A late note about herons.",
+              metadata: { path: "mem:late", type: "text" },
+            },
+          ],
+          { kb: "busy" },
+        );
+      }
+    });
+    await expect(kl.migrateKb("busy", target)).rejects.toThrow(
+      /changed during the copy .* partial copy was removed/,
+    );
+    spy.mockRestore();
+    expect(kl.getKb("busy").config.vectorStore.collection).toBeUndefined();
+    expect(await kl.store.info("busy_copy")).toBeUndefined();
+    const done = await kl.migrateKb("busy", target);
+    expect(done.done).toBe(kl.counts("busy").chunks);
+  }, 120_000);
+
+  it("degrades hybrid search to keyword when the store is down, and deletes such a KB only with force", async () => {
+    kl.createKb("down", { vectorStore: { type: "chroma", url: "http://127.0.0.1:9" } });
+    await kl.ingestDocuments(corpus().slice(0, 2), { kb: "down", embed: false });
+    const hybrid = await kl.search("heron", { kbs: ["down"], mode: "hybrid" });
+    expect(hybrid.results[0]?.source.uri).toBe("mem:topic-0");
+    expect(hybrid.warnings.join("\n")).toMatch(
+      /knowledge base "down": vector search failed, results are keyword-only/,
+    );
+    await expect(kl.search("heron", { kbs: ["down"], mode: "vector_only" })).rejects.toThrow(
+      /cannot connect/,
+    );
+    await expect(kl.deleteKb("down")).rejects.toThrow(/was not deleted \(use --force/);
+    expect(kl.catalog.getKb("down")).toBeDefined();
+    const forced = await kl.deleteKb("down", { force: true });
+    expect(forced.warning).toMatch(/was left on chroma/);
+    expect(kl.catalog.getKb("down")).toBeUndefined();
+  }, 60_000);
+
   it("names the store when it cannot be reached", async () => {
     kl.createKb("unreachable", { vectorStore: { type: "chroma", url: "http://127.0.0.1:9" } });
     await expect(kl.ingestDocuments(corpus().slice(0, 1), { kb: "unreachable" })).rejects.toThrow(

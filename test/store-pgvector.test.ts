@@ -245,6 +245,30 @@ suite(title, () => {
       await store.close();
     });
 
+    it("turns a server that dies mid-write into an error, without crashing the process", async () => {
+      const own = await startPostgresServer({ install });
+      const store = new PgVectorStore({ url: own.url, connectTimeoutMs: 2000 });
+      await store.connect();
+      await store.createCollection("doomed", 64, "cosine");
+      const records = Array.from({ length: 4000 }, (_, i) => ({
+        id: `r${i}`,
+        vector: Float32Array.from({ length: 64 }, (_, j) => Math.sin(i * 7 + j) + 1.5),
+        payload: {},
+      }));
+      const write = store.addBatch("doomed", records).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      await new Promise((r) => setTimeout(r, 150));
+      await own.stop();
+      const error = await write;
+      expect(error?.name).toBe("KnowledgeLayerError");
+      expect(error?.message).toMatch(/collection "doomed"/);
+      await expect(store.info("doomed")).rejects.toThrow(/PostgreSQL/);
+      expect(await store.health()).toBe(false);
+      await store.close();
+    });
+
     it("accepts collection names with odd characters, each in its own table", async () => {
       const store = new PgVectorStore({ url: urlOf(), schema: `odd "schema" ${freshSchema()}` });
       const names = [

@@ -167,12 +167,18 @@ function embeddingOption(o: {
   embeddingProvider?: string;
   embeddingModel?: string;
   embeddingUrl?: string;
+  embeddingApiKeyEnv?: string;
   embeddingDimension?: number;
 }): Partial<KnowledgeBaseConfig["embedding"]> {
   const out: Record<string, unknown> = {};
   if (o.embeddingProvider) out.provider = o.embeddingProvider;
   if (o.embeddingModel) out.model = o.embeddingModel;
   if (o.embeddingUrl) out.baseUrl = o.embeddingUrl;
+  if (o.embeddingApiKeyEnv) {
+    const key = process.env[o.embeddingApiKeyEnv];
+    if (!key) throw new KnowledgeLayerError(`--embedding-api-key-env: $${o.embeddingApiKeyEnv} is not set`);
+    out.apiKey = key;
+  }
   if (o.embeddingDimension !== undefined) out.dimension = o.embeddingDimension;
   return out as Partial<KnowledgeBaseConfig["embedding"]>;
 }
@@ -308,6 +314,10 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
   )
   .option("--embedding-url <url>", "embedding endpoint base URL (openai-compatible, TEI, proxies)")
   .option(
+    "--embedding-api-key-env <name>",
+    "environment variable holding the endpoint's API key (read now and stored with the KB, masked in output)",
+  )
+  .option(
     "--embedding-dimension <n>",
     "expected vector length (also sent to models that accept it)",
     int("--embedding-dimension"),
@@ -430,10 +440,12 @@ kb.command("show")
 kb.command("delete")
   .argument("<name>", "knowledge base name")
   .description("delete a knowledge base with its documents, chunks and vectors (the embedding cache is kept)")
+  .option("--force", "delete it even when its vector store cannot be reached (its collection stays there)")
   .action(async (name: string, _o, command: Command) => {
     await withKl(command, async (kl) => {
       const counts = kl.counts(name);
-      await kl.deleteKb(name);
+      const { warning } = await kl.deleteKb(name, { force: Boolean(_o.force) });
+      if (warning) console.error(`warning: ${warning}`);
       console.log(
         `deleted knowledge base "${name}" (${counts.documents} documents, ${counts.chunks} chunks)`,
       );
@@ -479,6 +491,7 @@ kb.command("reembed")
   .requiredOption("--embedding-provider <name>", `embedding provider: ${EMBEDDING_PROVIDERS.join(", ")}`)
   .option("--embedding-model <model>", "model (default per provider)")
   .option("--embedding-url <url>", "endpoint base URL (openai-compatible, TEI, proxies)")
+  .option("--embedding-api-key-env <name>", "environment variable holding the endpoint's API key")
   .option("--embedding-dimension <n>", "expected vector length", int("--embedding-dimension"))
   .option("--keep-old", "keep the old model's collection")
   .option("--json", "print the result as JSON")

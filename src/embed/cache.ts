@@ -33,10 +33,20 @@ export class CachedEmbedder implements Embedder {
   private readonly get;
   private readonly put;
 
+  /** Model part of the cache key. */
+  private readonly cacheModel: string;
+
+  /**
+   * @param cacheModel model part of the cache key (default the inner `modelId`): give the
+   *   settings that change vectors beyond the model name (endpoint URL, dimension,
+   *   prefixes), so two endpoints serving the same model name never share entries.
+   */
   constructor(
     private readonly inner: Embedder,
     private readonly db: Db,
+    cacheModel?: string,
   ) {
+    this.cacheModel = cacheModel ?? inner.modelId;
     this.get = db.prepare(
       "SELECT vector FROM embedding_cache WHERE provider = ? AND model = ? AND text_hash = ?",
     );
@@ -102,7 +112,7 @@ export class CachedEmbedder implements Embedder {
         .transaction(() => {
           slice.forEach(([hash, m], j) => {
             const vector = vectors[j] as Float32Array;
-            this.put.run(this.provider, this.modelId, hash, vectorToBlob(vector));
+            this.put.run(this.provider, this.cacheModel, hash, vectorToBlob(vector));
             for (const index of m.indices) out[index] = vector;
             this.stats.misses += m.indices.length;
             done += m.indices.length;
@@ -123,7 +133,7 @@ export class CachedEmbedder implements Embedder {
       return cached;
     }
     const vector = await this.inner.embedQuery(text);
-    this.put.run(this.provider, this.modelId, hash, vectorToBlob(vector));
+    this.put.run(this.provider, this.cacheModel, hash, vectorToBlob(vector));
     this.stats.misses++;
     return vector;
   }
@@ -134,7 +144,7 @@ export class CachedEmbedder implements Embedder {
    * changed): such an entry counts as a miss and is overwritten.
    */
   private lookup(hash: string): Float32Array | undefined {
-    const row = this.get.get(this.provider, this.modelId, hash) as { vector: Buffer } | undefined;
+    const row = this.get.get(this.provider, this.cacheModel, hash) as { vector: Buffer } | undefined;
     if (!row) return undefined;
     const vector = blobToVector(row.vector);
     const expected = this.inner.dimension;

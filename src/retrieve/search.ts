@@ -19,7 +19,7 @@
  */
 import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
 import type { Catalog, KbRecord, StoredChunk } from "../store/catalog.js";
-import type { VectorStore } from "../store/contract.js";
+import type { VectorHit, VectorStore } from "../store/contract.js";
 import { type Attribution, attribute, formatCitation } from "./attribution.js";
 import type { Bm25Index } from "./bm25.js";
 import { removeNearDuplicates } from "./dedupe.js";
@@ -165,6 +165,7 @@ async function candidatesFor(
   mode: RetrievalMode,
   depth: number,
   options: RetrievalOptions,
+  warn?: (message: string) => void,
 ): Promise<{ list: Candidate[]; exhausted: boolean }> {
   const r = kb.config.retrieval;
   const byId = new Map<number, Candidate>();
@@ -180,14 +181,22 @@ async function candidatesFor(
   let exhausted = true;
   if (USES_VECTORS.has(mode)) {
     const collection = deps.collection(kb.config);
-    const store = await deps.store(kb.config);
-    if (await store.info(collection)) {
-      const vector = await deps.embedQuery(kb.config, text);
-      const want = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
-      const found = await store.search(collection, vector, {
-        topK: want,
-        scoreThreshold: r.vectorMinScore,
-      });
+    const want = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
+    let found: VectorHit[] | undefined;
+    try {
+      const store = await deps.store(kb.config);
+      if (await store.info(collection)) {
+        const vector = await deps.embedQuery(kb.config, text);
+        found = await store.search(collection, vector, { topK: want, scoreThreshold: r.vectorMinScore });
+      }
+    } catch (err) {
+      // With BM25 to fall back on, an unreachable store or embedder degrades the search instead of failing it.
+      if (mode === "vector_only" || !warn) throw err;
+      warn(
+        `knowledge base "${kb.name}": vector search failed, results are keyword-only: ${(err as Error).message}`,
+      );
+    }
+    if (found) {
       if (found.length === want) exhausted = false;
       // A server-side store may hold vectors of chunks the catalog no longer has (a write
       // interrupted between the two): only the KB's current chunks count.
@@ -327,7 +336,10 @@ async function retrieveKb(
 ): Promise<{ list: Candidate[]; exhausted: boolean }> {
   const r = kb.config.retrieval;
   const baseMode: RetrievalMode = mode === "hybrid_rerank" || mode === "advanced" ? "hybrid" : mode;
-  let { list, exhausted } = await candidatesFor(deps, kb, query, baseMode, depth, options);
+  const warn = (message: string): void => {
+    if (!outcome.warnings.includes(message)) outcome.warnings.push(message);
+  };
+  let { list, exhausted } = await candidatesFor(deps, kb, query, baseMode, depth, options, warn);
   if (mode === "advanced") {
     const max = Math.max(0, r.expansionVariants - 1);
     const expander = deps.expander?.(kb.config);
@@ -352,7 +364,9 @@ async function retrieveKb(
     if (variants.length > 0) {
       const runs = [
         { list, exhausted },
-        ...(await Promise.all(variants.map((v) => candidatesFor(deps, kb, v, "hybrid", depth, options)))),
+        ...(await Promise.all(
+          variants.map((v) => candidatesFor(deps, kb, v, "hybrid", depth, options, warn)),
+        )),
       ];
       exhausted = runs.every((x) => x.exhausted);
       const first = new Map(list.map((c) => [c.chunkId, c]));

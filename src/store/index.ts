@@ -73,6 +73,9 @@ export function maskUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = "***";
+    for (const key of [...u.searchParams.keys()]) {
+      if (/pass|secret|token|key/i.test(key)) u.searchParams.set(key, "***");
+    }
     return u.toString();
   } catch {
     return url;

@@ -21,6 +21,15 @@ export interface EmbeddedChunk {
   type: string;
 }
 
+/**
+ * The copy cannot be trusted: the KB changed while it ran, or the target holds a
+ * different number of vectors than the KB has embedded chunks. Callers remove the
+ * partial copy, so the next run starts clean.
+ */
+export class FillVerificationError extends KnowledgeLayerError {
+  override name = "KnowledgeLayerError";
+}
+
 /** Chunks read from the catalog and written to the target per round (the stores batch by 100). */
 const ROUND = 200;
 
@@ -44,8 +53,11 @@ export async function fillCollection(args: {
   collection: string;
   produce: (chunks: EmbeddedChunk[]) => Promise<VectorRecord[]>;
   onProgress?: (progress: FillProgress) => void;
+  /** The KB's data version (`Catalog.dataVersion`); a change during the run fails it. */
+  version?: () => string;
 }): Promise<FillProgress> {
   const { catalog, kb, target, collection, produce } = args;
+  const versionBefore = args.version?.();
   const progress: FillProgress = { done: 0, total: catalog.embeddedChunkCount(kb), written: 0, skipped: 0 };
   args.onProgress?.({ ...progress });
   let after = 0;
@@ -76,9 +88,12 @@ export async function fillCollection(args: {
     progress.skipped += chunks.length - missing.length;
     args.onProgress?.({ ...progress });
   }
+  if (args.version && args.version() !== versionBefore) {
+    throw new FillVerificationError(`knowledge base "${kb}" changed during the copy (an ingest ran)`);
+  }
   const count = (await target.info(collection))?.count ?? 0;
   if (count !== progress.done) {
-    throw new KnowledgeLayerError(
+    throw new FillVerificationError(
       `knowledge base "${kb}": verification failed: collection "${collection}" holds ${count} vectors, the KB has ${progress.done} embedded chunks`,
     );
   }

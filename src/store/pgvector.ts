@@ -241,9 +241,12 @@ export class PgVectorStore implements VectorStore {
         },
       );
     }
+    const ignore = (): void => {};
+    client.on("error", ignore);
     try {
       await this.migrate(client, target);
     } catch (error) {
+      client.off("error", ignore);
       client.release(true);
       await pool.end().catch(() => {});
       if (error instanceof KnowledgeLayerError) throw error;
@@ -252,6 +255,7 @@ export class PgVectorStore implements VectorStore {
         { cause: error },
       );
     }
+    client.off("error", ignore);
     client.release();
     this.pool = pool;
   }
@@ -691,15 +695,22 @@ export class PgVectorStore implements VectorStore {
       );
     }
     let broken = false;
+    // A connection the server drops while this client is checked out emits 'error' on the client
+    // (not the pool): without a listener that event would crash the process.
+    const onError = (): void => {
+      broken = true;
+    };
+    client.on("error", onError);
     try {
       return await fn(client);
     } catch (error) {
-      broken = sqlState(error) === undefined && !(error instanceof KnowledgeLayerError);
+      broken ||= sqlState(error) === undefined && !(error instanceof KnowledgeLayerError);
       if (error instanceof KnowledgeLayerError) throw error;
       throw new KnowledgeLayerError(`collection "${collection}": ${action} failed: ${errorText(error)}`, {
         cause: error,
       });
     } finally {
+      client.off("error", onError);
       client.release(broken);
     }
   }
