@@ -205,6 +205,21 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
     const vector = await kl.search("bird standing in water", { kbs: ["flaky"], mode: "vector_only" });
     expect(vector.results[0]?.source.uri).toBe("mem:topic-0");
     expect(vector.warnings).toEqual([]);
+
+    // A store failing in the middle of a longer run: one error, the rest stored without vectors (no retries).
+    const many = corpus(300).slice(1);
+    const calls = vi.spyOn(store, "addBatch").mockRejectedValueOnce(new Error("connection reset"));
+    const run = await kl.ingestDocuments(many, { kb: "flaky" });
+    expect(calls).toHaveBeenCalledTimes(1);
+    calls.mockRestore();
+    expect(run.errors).toHaveLength(1);
+    expect(run.warnings.filter((w) => w.reason.startsWith("stored without vectors"))).toHaveLength(
+      many.length - 1,
+    );
+    expect(kl.counts("flaky")).toMatchObject({ documents: many.length + 1, embeddedDocuments: 1 });
+    const healed = await kl.ingestDocuments(many, { kb: "flaky" });
+    expect(healed.errors).toEqual([]);
+    expect(kl.counts("flaky").embeddedDocuments).toBe(many.length + 1);
   }, 60_000);
 
   it("gives each server-store KB its own collection and refuses sharing one", async () => {

@@ -332,9 +332,13 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 
   let pending: PreparedUnit[] = [];
   let pendingChunks = 0;
+  // After the vector store fails once, the rest of the run stops embedding: its sources are
+  // stored for keyword search (not embedded) and are embedded by the next ingest.
+  const store: { failure?: string } = {};
   const flush = async (): Promise<void> => {
     if (pending.length === 0) return;
-    if (embed && ctx.embedder) {
+    const embedNow = embed && store.failure === undefined;
+    if (embedNow && ctx.embedder) {
       // Chunks that carry a usable vector (embedding_semantic) are not embedded again.
       const embedder = ctx.embedder;
       const texts: string[] = [];
@@ -356,8 +360,15 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       }
     }
     for (const p of pending) {
+      if (embed && !embedNow) {
+        summary.warnings.push({
+          path: p.unit.path,
+          reason:
+            "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
+        });
+      }
       try {
-        await commitUnit(ctx, p, hash, embed, summary);
+        await commitUnit(ctx, p, hash, embedNow, summary, store);
       } catch (error) {
         // The transaction rolled back: the source keeps its previous chunks, if any.
         summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
@@ -479,6 +490,7 @@ async function commitUnit(
   hash: string,
   embed: boolean,
   summary: IngestSummary,
+  storeState: { failure?: string } = {},
 ): Promise<void> {
   const { catalog, bm25, store, collection, config } = ctx;
   const kb = config.name;
@@ -539,6 +551,18 @@ async function commitUnit(
   if (prepared.replaces) summary.updated++;
   else summary.added++;
   if (!inTransaction) {
+    if (storeState.failure !== undefined) {
+      // The store already failed in this run: keep the source for keyword search, embed it next time.
+      if (records.length > 0) {
+        summary.warnings.push({
+          path: prepared.unit.path,
+          reason:
+            "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
+        });
+      }
+      await deleteStaleVectors(ctx, stale);
+      return;
+    }
     try {
       if (records.length > 0) await store.addBatch(collection, records);
       if (embed)
@@ -548,11 +572,13 @@ async function commitUnit(
           })
           .immediate();
     } catch (error) {
+      storeState.failure = errorReason(error);
       summary.errors.push({
         path: prepared.unit.path,
         reason:
-          `vectors not stored in ${store.kind}: ${errorReason(error)}; ` +
-          "the source is searchable by keyword and is embedded again by the next ingest",
+          `vectors not stored in ${store.kind}: ${storeState.failure}; ` +
+          "the source is searchable by keyword and is embedded again by the next ingest" +
+          " (the rest of this run is stored without vectors)",
       });
     } finally {
       await deleteStaleVectors(ctx, stale);
