@@ -136,6 +136,13 @@ export interface OpenOptions {
    * the start-up cost of a worker). Cross-encoder reranking always runs in workers.
    */
   offThread?: boolean;
+  /**
+   * Partitions the embedding caches (persistent and query) by knowledge base: KBs
+   * whose scopes differ never share cached vectors, so one tenant of a server cannot
+   * tell from cache hits (or their timing) what another embedded or asked. `kl serve`
+   * scopes by tenant. Default: one scope (everything shared, the fastest).
+   */
+  cacheScope?: (kb: string) => string;
 }
 
 /** The cache configuration {@link KnowledgeLayer.open} uses when none is given. */
@@ -189,6 +196,7 @@ export class KnowledgeLayer {
     readonly cache: Cache,
     /** See {@link OpenOptions.offThread}. */
     readonly offThread = false,
+    private readonly cacheScope?: (kb: string) => string,
   ) {
     this.catalog = new Catalog(db);
     this.store = new SqliteVectorStore(db);
@@ -199,7 +207,13 @@ export class KnowledgeLayer {
   static open(options: OpenOptions = {}): KnowledgeLayer {
     const dataDir = resolveDataDir(options.dataDir);
     const cache = createCache(options.cache ?? defaultCacheConfig());
-    return new KnowledgeLayer(dataDir, openDatabase(dataDir), cache, options.offThread === true);
+    return new KnowledgeLayer(
+      dataDir,
+      openDatabase(dataDir),
+      cache,
+      options.offThread === true,
+      options.cacheScope,
+    );
   }
 
   /**
@@ -688,9 +702,12 @@ export class KnowledgeLayer {
    * then the KB's persistent embedding cache, then the model.
    */
   private async cachedQueryVector(config: KnowledgeBaseConfig, text: string): Promise<Float32Array> {
+    const scope = this.cacheScope?.(config.name) ?? "";
     const key = queryEmbeddingKey({
       provider: config.embedding.provider,
-      model: config.embedding.model,
+      model: scope
+        ? `${scope}\u0000${embeddingCacheModel(config.embedding)}`
+        : embeddingCacheModel(config.embedding),
       text,
     });
     const hit = await this.cache.get(key);
@@ -743,13 +760,15 @@ export class KnowledgeLayer {
    */
   embedder(config: KnowledgeBaseConfig, use: "ingest" | "query" = "ingest"): CachedEmbedder {
     const lane = this.offThread ? use : "ingest";
-    const key = `${lane}\u0000${JSON.stringify(config.embedding)}`;
+    const scope = this.cacheScope?.(config.name) ?? "";
+    const key = `${lane}\u0000${scope}\u0000${JSON.stringify(config.embedding)}`;
     let e = this.embedders.get(key);
     if (!e) {
+      const model = embeddingCacheModel(config.embedding);
       e = new CachedEmbedder(
         createEmbedder(config.embedding, { offThread: this.offThread, lane }),
         this.db,
-        embeddingCacheModel(config.embedding),
+        scope ? `${scope}\u0000${model}` : model,
       );
       this.embedders.set(key, e);
     }

@@ -126,10 +126,16 @@ describe("assembleContext", () => {
         seen.push({ id, index, role, chars });
         return `<see indexed message ${id}: ${chars} characters>`;
       },
-      recent: [{ role: "user", content: "0123456789A", id: "msg-7" }],
+      recent: [
+        { role: "user", content: "0123456789A", id: "msg-7" },
+        { role: "user", content: "the question, kept whole however long", id: "msg-8" },
+      ],
     });
     expect(seen).toEqual([{ id: "msg-7", index: 0, role: "user", chars: 11 }]);
-    expect(ctx.messages).toEqual([{ role: "user", content: "<see indexed message msg-7: 11 characters>" }]);
+    expect(ctx.messages).toEqual([
+      { role: "user", content: "<see indexed message msg-7: 11 characters>" },
+      { role: "user", content: "the question, kept whole however long" },
+    ]);
   });
 
   it("fits exactly at the budget and drops the oldest conversation messages one by one above it", () => {
@@ -172,7 +178,7 @@ describe("assembleContext", () => {
     expect(tight.messages[0]?.content).toBe(system[0]);
   });
 
-  it("never drops system messages or the latest user message, and then trims chunks lowest-ranked first", () => {
+  it("never drops system messages or the latest user message, then trims memories, then chunks lowest-ranked first", () => {
     const ranked = [1, 2, 3, 4].map((n) => ({ text: text(`chunk${n}`, 1000), citation: `/docs/f${n}.md` }));
     const recent: RecentMessage[] = [
       { role: "user", content: text("old question", 2000), id: "q1" },
@@ -189,23 +195,25 @@ describe("assembleContext", () => {
       budget: 4500,
     });
     // Conversation first (q1, r1, r2: all but the latest user message q2 and the system t1),
-    // then chunks 4 and 3.
+    // then the memory, then chunks 4 and 3.
     expect(ctx.dropped.map((d) => [d.kind, d.index, d.reason])).toEqual([
       ["recent", 0, "budget"],
       ["recent", 1, "budget"],
       ["recent", 4, "budget"],
+      ["memory", 0, "budget"],
       ["chunk", 3, "budget"],
       ["chunk", 2, "budget"],
     ]);
     // Each chunk removed saves its block and one separator.
     const labelled = (n: number): number => `[file chunk ${n}] /docs/f${n}.md\n`.length + 1000;
-    expect(ctx.dropped.slice(3).map((d) => d.chars)).toEqual([labelled(4) + 2, labelled(3) + 2]);
-    expect(ctx.parts.map((p) => p.kind)).toEqual(["system", "chunks", "memories", "recent", "recent"]);
+    expect(ctx.dropped[3]?.chars).toBe("[memory 1]\n".length + 300);
+    expect(ctx.dropped.slice(4).map((d) => d.chars)).toEqual([labelled(4) + 2, labelled(3) + 2]);
+    expect(ctx.parts.map((p) => p.kind)).toEqual(["system", "chunks", "recent", "recent"]);
     const chunkMessage = ctx.messages[1]?.content ?? "";
     expect(chunkMessage).toMatch(/^\[file chunk 1\] \/docs\/f1\.md\n/);
     expect(chunkMessage).toContain("[file chunk 2] /docs/f2.md\n");
     expect(chunkMessage).not.toContain("[file chunk 3]");
-    expect(ctx.messages.slice(3).map((m) => m.content.slice(0, 16))).toEqual([
+    expect(ctx.messages.slice(2).map((m) => m.content.slice(0, 16))).toEqual([
       "tool result xxxx",
       "current question",
     ]);
@@ -213,7 +221,7 @@ describe("assembleContext", () => {
     expect(ctx.totalChars).toBeLessThanOrEqual(4500);
   });
 
-  it("trims memories after all chunks, and fails clearly when the kept parts alone exceed the budget", () => {
+  it("trims all memories before any chunk, and fails clearly when the kept parts alone exceed the budget", () => {
     const ctx = assembleContext({
       system: [text("rules", 100)],
       chunks: [{ text: text("c", 500), citation: "" }],
@@ -222,12 +230,25 @@ describe("assembleContext", () => {
       budget: 450,
     });
     expect(ctx.dropped.map((d) => [d.kind, d.index])).toEqual([
-      ["chunk", 0],
       ["memory", 1],
+      ["memory", 0],
+      ["chunk", 0],
     ]);
-    expect(ctx.dropped[0]?.chars).toBe("[file chunk 1]\n".length + 500);
-    expect(ctx.parts.map((p) => p.kind)).toEqual(["system", "memories", "recent"]);
-    expect(ctx.totalChars).toBe(100 + "[memory 1]\n".length + 200 + 100);
+    expect(ctx.dropped[2]?.chars).toBe("[file chunk 1]\n".length + 500);
+    expect(ctx.parts.map((p) => p.kind)).toEqual(["system", "recent"]);
+    expect(ctx.totalChars).toBe(100 + 100);
+
+    // One long remembered turn is cut to messageLimit instead of crowding out the chunks.
+    const long = assembleContext({
+      chunks: [{ text: text("c", 1000), citation: "" }],
+      memories: [{ text: text("long turn", 20_000) }],
+      recent: [{ role: "user", content: "q?" }],
+      budget: 5000,
+      messageLimit: 3000,
+    });
+    expect(long.dropped).toEqual([{ kind: "memory", index: 0, reason: "truncated", chars: 17_000 }]);
+    expect(long.parts.map((p) => p.kind)).toEqual(["chunks", "memories", "recent"]);
+    expect(long.messages[1]?.content).toBe(`[memory 1]\n${text("long turn", 20_000).slice(0, 3000)}…`);
 
     let error: unknown;
     try {

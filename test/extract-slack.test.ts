@@ -779,3 +779,26 @@ describe("files over maxFileBytes inside an export", () => {
     );
   });
 });
+
+describe("a busy channel", () => {
+  it("reads a day file of 130,000 messages (no argument spread that overflows the stack)", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      mkdirSync(join(dir, "general"));
+      writeFileSync(join(dir, "channels.json"), JSON.stringify([{ id: "C1", name: "general" }]));
+      writeFileSync(join(dir, "users.json"), JSON.stringify([{ id: "U1", name: "ann" }]));
+      const messages = Array.from({ length: 130_000 }, (_, i) => ({
+        type: "message",
+        user: "U1",
+        text: `message ${i}`,
+        ts: `${1_600_000_000 + i}.000100`,
+      }));
+      writeFileSync(join(dir, "general", "2020-09-13.json"), JSON.stringify(messages));
+      const [doc] = await extractFile(dir);
+      expect(doc?.segments).toHaveLength(130_000);
+      expect(doc?.text).toContain("message 129999");
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+});

@@ -68,6 +68,44 @@ describe("HTTP API: malformed requests and error mapping", () => {
     expect(query.body.error).toContain('query parameter "limit"');
   });
 
+  it("lets a tenant lower the extraction limits but never raise them (zip bombs)", async () => {
+    const raised = await api.post("/kbs", {
+      name: "bomb",
+      extraction: { limits: { maxUnpackedBytes: 1e18 } },
+    });
+    expect(raised.status).toBe(400);
+    expect(raised.body).toEqual({
+      error: expect.stringMatching(
+        /^extraction\.limits\.maxUnpackedBytes cannot exceed the server's limit 536870912/,
+      ),
+      field: "extraction.limits.maxUnpackedBytes",
+    });
+    const lowered = await api.post("/kbs", { name: "small", extraction: { limits: { maxPages: 10 } } });
+    expect(lowered.status).toBe(201);
+    const patched = await api.raw(
+      "PATCH",
+      "/kbs/small",
+      JSON.stringify({ extraction: { limits: { maxFileBytes: 1e15 } } }),
+    );
+    expect(patched.status).toBe(400);
+    expect(patched.body.field).toBe("extraction.limits.maxFileBytes");
+  });
+
+  it("answers a truncated multipart upload with 400, not 500", async () => {
+    const boundary = "----kltest";
+    const body = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.md"\r\nContent-Type: text/markdown\r\n\r\n# Title\nsome text that never ends`;
+    const res = await fetch(`${s.base}/kbs/docs/documents`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+      },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(/^malformed multipart body: /);
+  });
+
   it("answers a body over the limit with 413", async () => {
     const huge = await api.post("/search", { query: "x".repeat(100 * 1024) });
     expect(huge.status).toBe(413);

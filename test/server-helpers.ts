@@ -4,7 +4,7 @@ import { basename, join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { buildServer, type ServerOptions } from "../src/server/app.js";
-import { createApiKey } from "../src/server/tenancy.js";
+import { createApiKey, tenantScope } from "../src/server/tenancy.js";
 import { tempDir } from "./helpers.js";
 
 /** A running API server on an ephemeral port over a fresh data directory. */
@@ -26,6 +26,7 @@ export async function startServer(options: ServerOptions = {}): Promise<TestServ
     cache: { type: "memory", maxEntries: 1000, maxBytes: 16 * 1024 * 1024, ttlSeconds: 3600 },
     // As `kl serve` runs it: model inference off the request thread.
     offThread: true,
+    cacheScope: tenantScope,
   });
   const app = await buildServer(kl, options);
   await app.listen({ host: "127.0.0.1", port: 0 });

@@ -119,6 +119,26 @@ describe("HTTP API tenancy: API keys and isolation", () => {
     expect((await globex.get("/kbs/docs")).body.counts.documents).toBe(1);
   });
 
+  it("never lets one tenant's cached embeddings answer another's (no cache side channel)", async () => {
+    const note = {
+      name: "note.md",
+      content: "# Herons\n\nA heron waits in shallow water before it strikes.",
+    };
+    expect((await acme.post("/kbs", { name: "cached" })).status).toBe(201);
+    expect((await globex.post("/kbs", { name: "cached" })).status).toBe(201);
+    const first = await acme.upload("cached", [note]);
+    const a = await waitForJob(s.base, acmeKey, first.body.id);
+    expect(a.summary.embedded.computed).toBeGreaterThan(0);
+    const second = await globex.upload("cached", [note]);
+    const b = await waitForJob(s.base, globexKey, second.body.id);
+    expect(b.summary.embedded).toMatchObject({ computed: a.summary.embedded.computed, cached: 0 });
+    // Within a tenant the cache works as before.
+    expect((await acme.post("/kbs", { name: "cached2" })).status).toBe(201);
+    const again = await acme.upload("cached2", [note]);
+    const c = await waitForJob(s.base, acmeKey, again.body.id);
+    expect(c.summary.embedded).toMatchObject({ computed: 0, cached: a.summary.embedded.computed });
+  }, 60_000);
+
   it("speaks of KBs by the tenant's names only", async () => {
     const r = await globex.post("/kbs", { name: "x", retrieval: { minScore: -1 } });
     expect(r.status).toBe(400);

@@ -95,7 +95,7 @@ export interface DroppedItem {
    * `placeholder`: a long message replaced by its placeholder (it is still in the
    * context, shortened); `budget`: removed to fit the budget.
    */
-  reason: "placeholder" | "budget";
+  reason: "placeholder" | "budget" | "truncated";
   /** The message id (recent messages). */
   id?: string;
   /** The message role (recent messages). */
@@ -181,16 +181,17 @@ interface RecentItem {
  *
  * Then, in this order:
  * 1. every user or assistant message in `recent` longer than `messageLimit` is
- *    replaced by `placeholder(…)` (the latest user message too: index long
- *    messages, e.g. with `attachSource`, so their relevant parts come back as
- *    chunks); reported with reason `placeholder`;
+ *    replaced by `placeholder(…)`, except the latest user message (the question
+ *    being answered is kept whole); reported with reason `placeholder`; a memory
+ *    longer than `messageLimit` is cut to its first `messageLimit` characters + "…"
+ *    (reason `truncated`), so one long remembered turn cannot crowd out the chunks;
  * 2. while over the budget, the oldest conversation message is dropped, one at a
  *    time; system messages and the latest user message (the one being answered)
  *    are never dropped;
- * 3. while still over the budget (what is left cannot be dropped), chunks are
- *    removed from the lowest-ranked up, then memories the same way; reported with
- *    kind `chunk` / `memory` and reason `budget`. Messages dropped in step 2 are not
- *    brought back.
+ * 3. while still over the budget (what is left cannot be dropped), memories are
+ *    removed from the lowest-ranked up, then chunks the same way (documents ground
+ *    the answer; memories are context); reported with kind `memory` / `chunk` and
+ *    reason `budget`. Messages dropped in step 2 are not brought back.
  *
  * @throws KnowledgeLayerError for invalid input; ContextBudgetError when the system
  *   messages, summaries, anchor and latest user message alone exceed the budget.
@@ -232,7 +233,7 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
   });
   const recent: RecentItem[] = recentInput.map((m, index) => {
     let content = m.content;
-    if (m.role !== "system" && content.length > messageLimit) {
+    if (m.role !== "system" && index !== latestUser && content.length > messageLimit) {
       content = placeholder({ id: m.id, index, role: m.role, chars: m.content.length, content: m.content });
       if (typeof content !== "string") {
         throw new KnowledgeLayerError("assembleContext: placeholder must return a string");
@@ -252,6 +253,11 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
     return item;
   });
 
+  const memoryTexts = memories.map((m, index) => {
+    if (m.text.length <= messageLimit) return m;
+    dropped.push({ kind: "memory", index, reason: "truncated", chars: m.text.length - messageLimit });
+    return { ...m, text: `${m.text.slice(0, messageLimit)}…` };
+  });
   let chunksKept = chunks.length;
   let memoriesKept = memories.length;
   const build = (): { messages: ContextMessage[]; parts: AssembledContext["parts"] } => {
@@ -273,7 +279,7 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
       add("system", text, "chunks", 0);
     }
     if (memoriesKept > 0) {
-      const text = memories
+      const text = memoryTexts
         .slice(0, memoriesKept)
         .map((m, i) => formatMemory(m, i + 1))
         .join(BLOCK_SEPARATOR);
@@ -299,18 +305,18 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
     );
   }
   built = build();
-  while (total > budget && chunksKept > 0) {
-    chunksKept--;
-    built = build();
-    const after = size(built.messages);
-    dropped.push({ kind: "chunk", index: chunksKept, reason: "budget", chars: total - after });
-    total = after;
-  }
   while (total > budget && memoriesKept > 0) {
     memoriesKept--;
     built = build();
     const after = size(built.messages);
     dropped.push({ kind: "memory", index: memoriesKept, reason: "budget", chars: total - after });
+    total = after;
+  }
+  while (total > budget && chunksKept > 0) {
+    chunksKept--;
+    built = build();
+    const after = size(built.messages);
+    dropped.push({ kind: "chunk", index: chunksKept, reason: "budget", chars: total - after });
     total = after;
   }
   if (total > budget) {

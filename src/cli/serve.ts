@@ -11,7 +11,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { KnowledgeLayerError } from "../errors.js";
 import { KnowledgeLayer } from "../knowledge-layer.js";
 import { buildServer, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from "../server/app.js";
-import { createApiKey, listApiKeys, revokeApiKey } from "../server/tenancy.js";
+import { createApiKey, listApiKeys, revokeApiKey, tenantScope } from "../server/tenancy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -34,7 +34,8 @@ const port = (value: string): number => {
 /** Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`). */
 function open(command: Command, offThread = false): KnowledgeLayer {
   const opts = command.optsWithGlobals() as { dataDir?: string };
-  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread });
+  // Tenants never share cached embeddings: cache hits would tell one what another holds.
+  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread, cacheScope: tenantScope });
 }
 
 /** Prints a new key for `tenant`. */

@@ -527,7 +527,7 @@ function threadOrder(messages: Message[]): Message[] {
   for (const key of keys) {
     const group = groups.get(key) ?? [];
     group.sort((a, b) => Number(a.isReply) - Number(b.isReply) || compareTs(a.ts, b.ts));
-    out.push(...group);
+    for (const message of group) out.push(message);
   }
   return out;
 }
@@ -1007,7 +1007,7 @@ async function extractExport(files: ExportFiles, ctx: ExtractContext): Promise<E
       if (!parsed.ok) warnings.push(`${rel}: ${parsed.reason}; day skipped`);
       else if (!Array.isArray(parsed.value)) {
         warnings.push(`${rel}: expected a JSON array of messages, got ${kindOf(parsed.value)}; day skipped`);
-      } else raw.push(...parsed.value);
+      } else for (const message of parsed.value) raw.push(message); // no spread: a day file may hold 100k+ messages
     }
     const messages = collectMessages(raw, slackCtx, keepSystem);
     if (messages.length === 0) {

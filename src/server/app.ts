@@ -12,7 +12,7 @@
  * await app.listen({ port: 8080 });
  * ```
  */
-import { createWriteStream } from "node:fs";
+import { createWriteStream, rmSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { createRequire } from "node:module";
@@ -25,6 +25,7 @@ import { INLINE_DOCUMENT_SEPARATOR, routeText } from "../agent/routing.js";
 import { type KnowledgeBaseConfig, type RetrievalMode, validateKbConfig } from "../config.js";
 import { ConfigError, ExtractionError } from "../errors.js";
 import type { ExtractOptions } from "../extract/contract.js";
+import { DEFAULT_EXTRACTION_LIMITS } from "../extract/contract.js";
 import { extractBytes } from "../extract/index.js";
 import type { DeepPartial, KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
 import { createReranker } from "../rerank/index.js";
@@ -121,8 +122,11 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   });
   const agents = new AgentStore(kl.db);
   const conversations = new AgentConversations(kl);
+  const uploadsDir = options.uploadsDir ?? join(kl.dataDir, "uploads");
+  // Jobs live in memory: uploads left by a server that stopped mid-job belong to no job any more.
+  rmSync(uploadsDir, { recursive: true, force: true });
   const jobs = new JobManager(kl, {
-    uploadsDir: options.uploadsDir ?? join(kl.dataDir, "uploads"),
+    uploadsDir,
     maxFinishedJobs: options.maxFinishedJobs,
     logError: (error, message) => app.log.error({ err: error }, message),
   });
@@ -254,7 +258,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       const { tenant } = request;
       const kb = requireKb(tenant, request.params.kb);
       const { retrieval, extraction } = request.body;
-      checkTenantSettings({ retrieval }, allowServices);
+      checkTenantSettings({ retrieval, extraction }, allowServices);
       const next: KnowledgeBaseConfig = { ...kb.config };
       if (retrieval) {
         if (
@@ -826,6 +830,21 @@ export function checkTenantSettings(settings: Obj, allow: boolean): void {
       "vectorStore.collection cannot be set through the API (each knowledge base gets its own)",
       "vectorStore.collection",
     );
+  }
+  // Extraction limits protect the server (zip bombs, huge PDFs): a tenant may lower them, never raise them.
+  const extraction = settings.extraction;
+  const limits = isObject(extraction) ? extraction.limits : undefined;
+  if (isObject(limits)) {
+    for (const [key, value] of Object.entries(limits)) {
+      const cap = (DEFAULT_EXTRACTION_LIMITS as unknown as Record<string, number>)[key];
+      if (cap !== undefined && typeof value === "number" && value > cap) {
+        throw new HttpError(
+          400,
+          `extraction.limits.${key} cannot exceed the server's limit ${cap} (got ${value})`,
+          `extraction.limits.${key}`,
+        );
+      }
+    }
   }
   if (allow) return;
   const hint =

@@ -117,6 +117,13 @@ export function installErrorHandlers(
       }
       return send(400, { error: error.message });
     }
+    // busboy's parse errors (a truncated or malformed upload) carry no status: the client's fault.
+    if (
+      typeof error.statusCode !== "number" &&
+      /multipart|Unexpected end of form|part header/i.test(error.message)
+    ) {
+      return send(400, { error: `malformed multipart body: ${error.message}` });
+    }
     const status = typeof error.statusCode === "number" ? error.statusCode : 500;
     if (status >= 400 && status < 500) return send(status, { error: clientMessage(error, limits) });
     request.log.error({ err: error }, "request failed");

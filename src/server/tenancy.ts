@@ -179,3 +179,12 @@ export function installAuth(app: FastifyInstance, db: Db): void {
     request.tenant = tenant;
   });
 }
+
+/**
+ * The embedding-cache scope of a catalog KB name (`KnowledgeLayer.open({ cacheScope })`):
+ * its tenant, the part before the first dot; `""` for KBs outside any tenant.
+ */
+export function tenantScope(internal: string): string {
+  const dot = internal.indexOf(".");
+  return dot > 0 ? internal.slice(0, dot) : "";
+}
