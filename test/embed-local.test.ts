@@ -12,7 +12,7 @@ import { DEFAULT_LOCAL_MODEL, LocalEmbedder } from "../src/embed/local.js";
 import { ConfigError } from "../src/errors.js";
 import { cosine } from "./conformance/embedder.js";
 import { expectedEmbedding, testTokenIds, writeEmbeddingModel } from "./embed-fixtures.js";
-import { tempDir } from "./helpers.js";
+import { tempDir, watchEventLoop } from "./helpers.js";
 
 /** Every worker thread started in this file (the Worker class is wrapped transparently to record them). */
 const started = vi.hoisted(() => [] as Worker[]);
@@ -162,19 +162,7 @@ describe("LocalEmbedder threading", () => {
       { length: 4000 },
       (_, i) => `${i} the novel was written by a retired sailor on the sea with cargo ships and cats`,
     );
-    let ticks = 0;
-    let longestGap = 0;
-    let last = performance.now();
-    const timer = setInterval(() => {
-      const now = performance.now();
-      longestGap = Math.max(longestGap, now - last);
-      last = now;
-      ticks++;
-    }, 2);
-    const t0 = performance.now();
-    const vectors = await e.embedTexts(texts);
-    const elapsed = performance.now() - t0;
-    clearInterval(timer);
+    const { result: vectors, ticks, longestGap, elapsed } = await watchEventLoop(() => e.embedTexts(texts));
     expect(vectors).toHaveLength(texts.length);
     // Tokenising and running 4,000 texts takes a while; the main thread stayed free meanwhile.
     expect(ticks).toBeGreaterThan(Math.min(10, elapsed / 20));
