@@ -327,10 +327,14 @@ export class Catalog {
 
   /** The subset of `ids` that are chunks of knowledge base `kb`. */
   knownChunkIds(kb: string, ids: readonly number[]): Set<number> {
-    const out = new Set<number>();
-    const stmt = this.db.prepare("SELECT 1 FROM chunks WHERE id = ? AND kb = ?").pluck();
-    for (const id of ids) if (Number.isInteger(id) && stmt.get(id, kb) !== undefined) out.add(id);
-    return out;
+    const wanted = ids.filter((id) => Number.isInteger(id));
+    if (wanted.length === 0) return new Set();
+    // One query for the whole hit list (this runs on every vector search).
+    const rows = this.db
+      .prepare("SELECT id FROM chunks WHERE kb = ? AND id IN (SELECT value FROM json_each(?))")
+      .pluck()
+      .all(kb, JSON.stringify(wanted)) as number[];
+    return new Set(rows);
   }
 
   /** Sets the BM25 field lengths of a chunk in tokens (after BM25 indexing). */

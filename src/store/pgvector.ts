@@ -420,13 +420,7 @@ export class PgVectorStore implements VectorStore {
       if (rows.length === 0) return;
       const tableSql = this.table(info.table);
       for (let start = 0; start < rows.length; start += BATCH) {
-        const chunk = rows.slice(start, start + BATCH);
-        const params: unknown[] = [];
-        const values = chunk.map((record) => {
-          params.push(record.id, vectorLiteral(record.vector), JSON.stringify(record.payload));
-          const n = params.length;
-          return `($${n - 2}, $${n - 1}::${this.ext}.vector, $${n}::jsonb)`;
-        });
+        const { params, values } = this.rowValues(rows.slice(start, start + BATCH));
         await client.query(
           `INSERT INTO ${tableSql} (id, embedding, payload) VALUES ${values.join(", ")}
            ON CONFLICT (id) DO UPDATE SET embedding = EXCLUDED.embedding, payload = EXCLUDED.payload`,
@@ -561,13 +555,7 @@ export class PgVectorStore implements VectorStore {
         );
       }
       for (let start = 0; start < rows.length; start += BATCH) {
-        const chunk = rows.slice(start, start + BATCH);
-        const params: unknown[] = [];
-        const values = chunk.map((record) => {
-          params.push(record.id, vectorLiteral(record.vector), JSON.stringify(record.payload));
-          const n = params.length;
-          return `($${n - 2}, $${n - 1}::${this.ext}.vector, $${n}::jsonb)`;
-        });
+        const { params, values } = this.rowValues(rows.slice(start, start + BATCH));
         await client.query(
           `UPDATE ${tableSql} AS t SET embedding = v.embedding, payload = v.payload
              FROM (VALUES ${values.join(", ")}) AS v(id, embedding, payload)
@@ -613,6 +601,20 @@ export class PgVectorStore implements VectorStore {
   }
 
   // ---- internals ----
+
+  /**
+   * Parameters and `($1, $2::vector, $3::jsonb)` tuples of a batch of checked rows,
+   * for a multi-row INSERT or UPDATE … FROM (VALUES …).
+   */
+  private rowValues(rows: readonly VectorRecord[]): { params: unknown[]; values: string[] } {
+    const params: unknown[] = [];
+    const values = rows.map((record) => {
+      params.push(record.id, vectorLiteral(record.vector), JSON.stringify(record.payload));
+      const n = params.length;
+      return `($${n - 2}, $${n - 1}::${this.ext}.vector, $${n}::jsonb)`;
+    });
+    return { params, values };
+  }
 
   private table(table: string): string {
     return `${this.schemaSql}.${quoteIdent(table)}`;
