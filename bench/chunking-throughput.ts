@@ -12,19 +12,18 @@
  *   `requests` reStructuredText docs;
  * - chinese: the Debian reference (zh-CN, plain text) and FastAPI's Chinese docs.
  *
- * Each chunker runs three times to warm up, then five times, alternating with its
- * LangChain counterpart and after a garbage collection (with `--expose-gc`); the
- * median time is reported (per kind too). MB are 10^6 UTF-8 bytes of document text.
+ * This module only builds the mix and reports. The timing runs in
+ * `bench/chunking-timer.mjs`: plain JavaScript in a plain `node --expose-gc` child
+ * process per pair, with no loader (the driver runs under tsx, whose import hooks and
+ * `__name` wrappers must not touch either timed side), importing our compiled `dist/`
+ * and LangChain's published package. Per pair it reports the first (cold) pass apart,
+ * then, after warm-up passes, timed passes of both sides in ABBA order; medians (p50)
+ * and the slow tail (p95) of the pass times. MB are 10^6 UTF-8 bytes of document text.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
-import {
-  MarkdownTextSplitter,
-  RecursiveCharacterTextSplitter,
-  type SupportedTextSplitterLanguage,
-} from "@langchain/textsplitters";
-import type { createChunker } from "../src/chunk/index.js";
-import type { ChunkingConfig } from "../src/config.js";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
 import { languageForPath } from "../src/extract/detect.js";
 import type { ExtractedDocument } from "../src/types.js";
 import { formatTable } from "./chunking-quality.js";
@@ -124,175 +123,36 @@ export function buildMix(docsDir: string, totalBytes: number): MixDoc[] {
   return mix;
 }
 
-/** A chunker under test: returns the number of chunks of one document. */
-type ChunkCount = (doc: ExtractedDocument) => Promise<number>;
-
-/** One row of the comparison. */
-interface Pair {
-  label: string;
-  ours: { name: string; run: ChunkCount };
-  theirs: { name: string; run: ChunkCount };
-}
-
-/** LangChain's language name for our language names, where it has separators for it. */
-const LANGCHAIN_LANGUAGE: Record<string, SupportedTextSplitterLanguage> = {
-  javascript: "js",
-  typescript: "js",
-  tsx: "js",
-  jsx: "js",
-  python: "python",
-  go: "go",
-  java: "java",
-  rust: "rust",
-  ruby: "ruby",
-  php: "php",
-  cpp: "cpp",
-  c: "cpp",
-  scala: "scala",
-  swift: "swift",
-};
-
-type CreateChunker = typeof createChunker;
-
-/**
- * Our chunkers as users run them: the compiled JavaScript in `dist/` (`npm run
- * bench:chunking` builds it first). Run from the TypeScript sources through tsx,
- * every closure gets a `__name` wrapper that LangChain's published JavaScript
- * does not pay for, which would skew the comparison.
- * @throws Error when `dist/` is missing (run `npm run build`).
- */
-async function compiledCreateChunker(): Promise<CreateChunker> {
-  const url = new URL("../dist/chunk/index.js", import.meta.url);
-  try {
-    const mod = (await import(url.href)) as { createChunker: CreateChunker };
-    return mod.createChunker;
-  } catch (error) {
-    throw new Error(`cannot load ${url.pathname}; run \`npm run build\` first (${(error as Error).message})`);
-  }
-}
-
-function pairs(size: number, overlap: number, createChunker: CreateChunker): Pair[] {
-  const config: ChunkingConfig = {
-    strategy: "auto",
-    chunkSize: size,
-    chunkOverlap: overlap,
-    minChunkSize: 500,
-  };
-  const oursRun = (strategy: "fixed" | "semantic" | "document" | "code"): ChunkCount => {
-    const chunker = createChunker(config, strategy);
-    return async (doc) => (await chunker.chunk(doc)).length;
-  };
-  const params = { chunkSize: size, chunkOverlap: overlap };
-  const recursive = new RecursiveCharacterTextSplitter(params);
-  const markdown = new MarkdownTextSplitter(params);
-  const byLanguage = new Map<string, RecursiveCharacterTextSplitter>();
-  const lcRun =
-    (splitter: RecursiveCharacterTextSplitter): ChunkCount =>
-    async (doc) =>
-      (await splitter.splitText(doc.text)).length;
-  const lcCode: ChunkCount = async (doc) => {
-    const lang = LANGCHAIN_LANGUAGE[String(doc.metadata.language ?? "")];
-    let splitter = recursive;
-    if (lang) {
-      splitter = byLanguage.get(lang) ?? RecursiveCharacterTextSplitter.fromLanguage(lang, params);
-      byLanguage.set(lang, splitter);
-    }
-    return (await splitter.splitText(doc.text)).length;
-  };
-  return [
-    {
-      label: "FIXED",
-      ours: { name: "fixed", run: oursRun("fixed") },
-      theirs: { name: "RecursiveCharacterTextSplitter", run: lcRun(recursive) },
-    },
-    {
-      label: "SEMANTIC",
-      ours: { name: "semantic", run: oursRun("semantic") },
-      theirs: { name: "RecursiveCharacterTextSplitter", run: lcRun(recursive) },
-    },
-    {
-      label: "DOCUMENT",
-      ours: { name: "document", run: oursRun("document") },
-      theirs: { name: "MarkdownTextSplitter", run: lcRun(markdown) },
-    },
-    {
-      label: "CODE",
-      ours: { name: "code", run: oursRun("code") },
-      theirs: { name: "Recursive…fromLanguage (code), Recursive (other)", run: lcCode },
-    },
-  ];
-}
-
-/** Untimed passes of each chunker before the timed ones. */
-const WARMUP_PASSES = 3;
-
-/** Timing of one chunker over the mix: median total and per-kind seconds, chunk count. */
-interface Timing {
+/** Timing of one side, as printed by the timer. */
+interface TimedPass {
   seconds: number;
-  perKind: Record<Kind, number>;
+  perKind: Record<string, number>;
   chunks: number;
 }
 
-const median = (xs: number[]): number => {
+/** What `bench/chunking-timer.mjs` prints for one pair. */
+interface PairTiming {
+  pair: string;
+  cold: { ours: TimedPass; theirs: TimedPass };
+  ours: TimedPass[];
+  theirs: TimedPass[];
+}
+
+/** The pairs: our strategy and the LangChain.js splitter the timer runs against it. */
+const PAIRS = [
+  { strategy: "fixed", label: "FIXED", theirs: "RecursiveCharacterTextSplitter" },
+  { strategy: "semantic", label: "SEMANTIC", theirs: "RecursiveCharacterTextSplitter" },
+  { strategy: "document", label: "DOCUMENT", theirs: "MarkdownTextSplitter" },
+  { strategy: "code", label: "CODE", theirs: "Recursive…fromLanguage (code), Recursive (other)" },
+] as const;
+
+/** Untimed passes of each side before the timed ones. */
+export const WARMUP_PASSES = 3;
+
+/** The `q`-quantile (0..1) of `xs` by the nearest-rank method. */
+function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-
-/** One pass over the mix; seconds per kind and chunk count. */
-async function pass(
-  run: ChunkCount,
-  mix: readonly MixDoc[],
-): Promise<{ perKind: Record<Kind, number>; chunks: number }> {
-  const perKind = { markdown: 0, code: 0, text: 0, chinese: 0 } as Record<Kind, number>;
-  let chunks = 0;
-  for (const kind of KINDS) {
-    const docs = mix.filter((d) => d.kind === kind);
-    const started = performance.now();
-    for (const d of docs) chunks += await run(d.doc);
-    perKind[kind] = (performance.now() - started) / 1000;
-  }
-  return { perKind, chunks };
-}
-
-/** Collects garbage when node runs with `--expose-gc` (the npm script does), so one chunker's garbage is not collected on another's clock. */
-const collect = (): void => {
-  (globalThis as { gc?: () => void }).gc?.();
-};
-
-/** Medians of timed passes (`runs` ≥ 1) as a {@link Timing}. */
-function summarise(passes: Awaited<ReturnType<typeof pass>>[]): Timing {
-  const perKind = {} as Record<Kind, number>;
-  for (const kind of KINDS) perKind[kind] = median(passes.map((p) => p.perKind[kind]));
-  const totals = passes.map((p) => KINDS.reduce((s, k) => s + p.perKind[k], 0));
-  return { seconds: median(totals), perKind, chunks: passes[0]?.chunks ?? 0 };
-}
-
-/**
- * {@link WARMUP_PASSES} warm-up passes of each chunker, then `runs` timed passes of each,
- * alternating ours and theirs (garbage collected before every pass); medians.
- */
-async function timePair(
-  ours: ChunkCount,
-  theirs: ChunkCount,
-  mix: readonly MixDoc[],
-  runs: number,
-): Promise<{ ours: Timing; theirs: Timing }> {
-  // Warm-up until both sides are JIT-compiled: a single pass leaves the larger code base
-  // (ours) partly interpreted and measures start-up rather than throughput.
-  for (let w = 0; w < WARMUP_PASSES; w++) {
-    await pass(ours, mix);
-    await pass(theirs, mix);
-  }
-  const a: Awaited<ReturnType<typeof pass>>[] = [];
-  const b: Awaited<ReturnType<typeof pass>>[] = [];
-  for (let r = 0; r < runs; r++) {
-    collect();
-    a.push(await pass(ours, mix));
-    collect();
-    b.push(await pass(theirs, mix));
-  }
-  return { ours: summarise(a), theirs: summarise(b) };
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? Number.NaN;
 }
 
 /** Options of {@link runThroughput}. */
@@ -300,13 +160,53 @@ export interface ThroughputOptions {
   docsDir: string;
   /** Size of the mix in MB (10^6 UTF-8 bytes). */
   megabytes: number;
+  /** Timed passes of each side (after {@link WARMUP_PASSES} warm-up passes). */
   runs: number;
   size: number;
   overlap: number;
+  /** Only these strategies (default: all four pairs). */
+  pairs?: readonly string[];
+  /**
+   * Diagnosis only: a module the timer process is started with (`--import MODULE`, e.g. `tsx`),
+   * to show what a loader in the timed process does to the figures.
+   */
+  loader?: string;
   log: (line: string) => void;
 }
 
-/** Runs every pair on the same mix and returns the formatted table. */
+/** The compiled chunkers the timer loads. */
+const DIST = resolve(import.meta.dirname, "../dist");
+const TIMER = resolve(import.meta.dirname, "chunking-timer.mjs");
+
+/**
+ * Runs one pair in a plain `node --expose-gc` child process (no loader unless `loader`).
+ * @throws Error with the child's stderr when it fails.
+ */
+function timePair(mixPath: string, strategy: string, options: ThroughputOptions): PairTiming {
+  const env = { ...process.env };
+  // A NODE_OPTIONS loader would reach the child; the timed process must run plain node.
+  delete env.NODE_OPTIONS;
+  const args = [
+    "--expose-gc",
+    ...(options.loader ? ["--import", options.loader] : []),
+    TIMER,
+    mixPath,
+    strategy,
+    DIST,
+    String(options.runs),
+    String(WARMUP_PASSES),
+    String(options.size),
+    String(options.overlap),
+    "500",
+  ];
+  const child = spawnSync(process.execPath, args, { env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  if (child.status !== 0) {
+    throw new Error(`chunking timer for ${strategy} failed (exit ${child.status}): ${child.stderr.trim()}`);
+  }
+  return JSON.parse(child.stdout) as PairTiming;
+}
+
+/** Runs every pair on the same mix (one timer process per pair) and returns the formatted table. */
 export async function runThroughput(options: ThroughputOptions): Promise<string[]> {
   const mix = buildMix(options.docsDir, options.megabytes * 1e6);
   const bytesOf = (kind?: Kind): number =>
@@ -317,32 +217,56 @@ export async function runThroughput(options: ThroughputOptions): Promise<string[
     `[throughput] mix: ${mix.length} documents, ${totalMb.toFixed(2)} MB, ${(chars / 1e6).toFixed(2)} M chars ` +
       `(${KINDS.map((k) => `${k} ${(bytesOf(k) / 1e6).toFixed(2)} MB`).join(", ")})`,
   );
+  const dir = mkdtempSync(join(tmpdir(), "kl-bench-throughput-"));
   const rows: string[][] = [];
-  for (const pair of pairs(options.size, options.overlap, await compiledCreateChunker())) {
-    const { ours, theirs } = await timePair(pair.ours.run, pair.theirs.run, mix, options.runs);
-    options.log(
-      `[throughput] ${pair.label}: ours ${ours.seconds.toFixed(3)} s, LangChain ${theirs.seconds.toFixed(3)} s (median)`,
-    );
-    const mbps = (t: Timing): number => totalMb / t.seconds;
-    // Same bytes on both sides, so the speed ratio of a kind is the inverse ratio of the times.
-    const kindRatio = (k: Kind): string => (theirs.perKind[k] / ours.perKind[k]).toFixed(2);
-    rows.push([
-      pair.label,
-      pair.theirs.name,
-      mbps(ours).toFixed(2),
-      mbps(theirs).toFixed(2),
-      `${(mbps(ours) / mbps(theirs)).toFixed(2)}×`,
-      ...KINDS.map(kindRatio),
-      `${ours.chunks} / ${theirs.chunks}`,
-    ]);
+  try {
+    const mixPath = join(dir, "mix.json");
+    writeFileSync(mixPath, JSON.stringify(mix));
+    for (const pair of PAIRS) {
+      if (options.pairs && !options.pairs.includes(pair.strategy)) continue;
+      const t = timePair(mixPath, pair.strategy, options);
+      const secs = (side: TimedPass[]): number[] => side.map((p) => p.seconds);
+      const [o50, o95, t50, t95] = [
+        quantile(secs(t.ours), 0.5),
+        quantile(secs(t.ours), 0.95),
+        quantile(secs(t.theirs), 0.5),
+        quantile(secs(t.theirs), 0.95),
+      ] as [number, number, number, number];
+      options.log(
+        `[throughput] ${pair.label}: ours p50 ${o50.toFixed(3)} s, LangChain p50 ${t50.toFixed(3)} s; ` +
+          `cold ours ${t.cold.ours.seconds.toFixed(3)} s, LangChain ${t.cold.theirs.seconds.toFixed(3)} s`,
+      );
+      // Same bytes on both sides, so a speed ratio is the inverse ratio of the times.
+      const kindRatio = (k: Kind): string => {
+        const kq = (side: TimedPass[]): number =>
+          quantile(
+            side.map((p) => p.perKind[k] ?? Number.NaN),
+            0.5,
+          );
+        return (kq(t.theirs) / kq(t.ours)).toFixed(2);
+      };
+      rows.push([
+        pair.label,
+        pair.theirs,
+        `${(totalMb / o50).toFixed(1)} (${(totalMb / o95).toFixed(1)})`,
+        `${(totalMb / t50).toFixed(1)} (${(totalMb / t95).toFixed(1)})`,
+        `${(t50 / o50).toFixed(2)}×`,
+        `${(t.cold.theirs.seconds / t.cold.ours.seconds).toFixed(2)}×`,
+        ...KINDS.map(kindRatio),
+        `${t.ours[0]?.chunks ?? 0} / ${t.theirs[0]?.chunks ?? 0}`,
+      ]);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
   const out = formatTable(
     [
       "ours",
       "vs LangChain.js",
-      "ours MB/s",
-      "theirs MB/s",
-      "ours/theirs",
+      "ours MB/s p50 (p95)",
+      "theirs MB/s p50 (p95)",
+      "ours/theirs p50",
+      "cold pass",
       ...KINDS.map((k) => `${k} ×`),
       "chunks ours / theirs",
     ],
@@ -352,7 +276,10 @@ export async function runThroughput(options: ThroughputOptions): Promise<string[
     "",
     `${mix.length} documents, ${totalMb.toFixed(2)} MB (${KINDS.map((k) => `${k} ${(bytesOf(k) / 1e6).toFixed(2)}`).join(", ")}), ` +
       `chunkSize ${options.size} / overlap ${options.overlap} chars (ours: minChunkSize 500); ` +
-      `median of ${options.runs} runs after ${WARMUP_PASSES} warm-up passes; per-kind columns are ours/theirs speed ratios.`,
+      `one plain \`node\` process per pair${options.loader ? ` started with --import ${options.loader} (diagnosis)` : " (no loader)"}, ` +
+      `our dist/ vs LangChain's package; ${options.runs} timed passes per side in ABBA order after ${WARMUP_PASSES} warm-up passes; ` +
+      "p95 MB/s is the speed of the slow tail (95th-percentile pass time); cold pass: ratio on each side's first pass " +
+      "in a fresh process; per-kind columns are ours/theirs p50 speed ratios.",
   );
   return out;
 }

@@ -3,7 +3,8 @@
  * against LangChain.js, one table per part, from one run.
  *
  * Usage: npm run bench:chunking [-- --quick] [--corpus NAME]... [--part quality|throughput|all]
- *          [--scope corpus|all] [--cache-dir DIR] [--mb N] [--runs N]
+ *          [--scope corpus|all] [--cache-dir DIR] [--mb N] [--runs N] [--pairs fixed,semantic,document,code]
+ *          [--loader MODULE]
  *
  * - Part 1 (bench/chunking-quality.ts): every Chroma corpus chunked by our FIXED,
  *   SEMANTIC, DOCUMENT (and EMBEDDING_SEMANTIC when available) strategies at 200 and
@@ -13,8 +14,11 @@
  *   (bundled USE-lite model); Chroma's recall / precision / IoU. `--scope all`
  *   retrieves among the chunks of every loaded corpus, as Chroma's code does;
  *   the default `corpus` retrieves only among the question's corpus.
- * - Part 2 (bench/chunking-throughput.ts): MB/s of our FIXED / SEMANTIC / DOCUMENT /
- *   CODE chunkers and LangChain.js' splitters on the same ~10 MB of mixed real text.
+ * - Part 2 (bench/chunking-throughput.ts, timed by bench/chunking-timer.mjs in a plain
+ *   `node` child process per pair): MB/s of our compiled FIXED / SEMANTIC / DOCUMENT /
+ *   CODE chunkers and LangChain.js' splitters on the same ~10 MB of mixed real text,
+ *   `--runs` timed passes per side (default 9). `--loader tsx` starts the timer with
+ *   that loader, only to show what a loader in the timed process does to the figures.
  *
  * `--quick`: one corpus (state_of_the_union unless --corpus), 400-token
  * configurations without overlap, a 2 MB mix. `--corpus NAME` (repeatable or
@@ -46,7 +50,9 @@ const { values } = parseArgs({
     data: { type: "string", default: join(shared, "chunking", "chroma") },
     docs: { type: "string", default: join(shared, "docs") },
     mb: { type: "string" },
-    runs: { type: "string", default: "5" },
+    runs: { type: "string", default: "9" },
+    pairs: { type: "string" },
+    loader: { type: "string" },
   },
 });
 const part = values.part;
@@ -97,7 +103,17 @@ if (part === "all" || part === "quality") {
 if (part === "all" || part === "throughput") {
   const megabytes = values.mb ? Number(values.mb) : quick ? 2 : 10;
   const runs = Math.max(1, Number(values.runs));
-  const table = await runThroughput({ docsDir: values.docs, megabytes, runs, size: 1500, overlap: 150, log });
+  const pairs = values.pairs?.split(",").filter((p) => p !== "");
+  const table = await runThroughput({
+    docsDir: values.docs,
+    megabytes,
+    runs,
+    size: 1500,
+    overlap: 150,
+    log,
+    ...(pairs ? { pairs } : {}),
+    ...(values.loader ? { loader: values.loader } : {}),
+  });
   line("## Chunking throughput — ours vs LangChain.js on the same mixed text (1500/150 chars)");
   line();
   for (const l of table) line(l);
