@@ -312,6 +312,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       }
       const { id, dir } = await jobs.reserve(tenant);
       const files: UploadedFile[] = [];
+      /** Client file names by upload name: two parts with one name would be one document (the first lost). */
+      const given = new Map<string, { raw: string; part: number }>();
       try {
         for await (const part of request.parts()) {
           if (part.type !== "file") {
@@ -326,6 +328,16 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
             part.file.resume();
             throw new HttpError(400, `file part "${part.fieldname}" has no usable file name`, part.fieldname);
           }
+          const earlier = given.get(name);
+          if (earlier) {
+            part.file.resume();
+            throw new HttpError(
+              400,
+              duplicateUploadMessage(name, earlier, part.filename, files.length + 1),
+              part.fieldname,
+            );
+          }
+          given.set(name, { raw: part.filename, part: files.length + 1 });
           const storedPath = join(dir, String(files.length));
           await pipeline(part.file, createWriteStream(storedPath));
           if (part.file.truncated) {
@@ -807,6 +819,22 @@ export function uploadName(raw: string | undefined): string | undefined {
     .slice(0, 255);
   if (!clean || clean === "." || clean === "..") return undefined;
   return clean;
+}
+
+/**
+ * The 400 message for a second file part named `name` (part `part`, client name
+ * `raw`) in one upload, naming both parts and, when the client's names differ
+ * (`a/x.md`, `b/x.md`), both of those.
+ */
+function duplicateUploadMessage(
+  name: string,
+  earlier: { raw: string; part: number },
+  raw: string,
+  part: number,
+): string {
+  const names =
+    earlier.raw === raw ? "" : ` (sent as ${JSON.stringify(earlier.raw)} and ${JSON.stringify(raw)})`;
+  return `file "${name}" is in the upload twice, as file parts ${earlier.part} and ${part}${names}: a file's name is its document's uri, so each file of an upload needs its own name; rename one (nothing was stored)`;
 }
 
 const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
