@@ -36,7 +36,7 @@ import { type Agent, AgentStore, type AttachmentRetrievalConfig, overridesOf } f
 import { AgentConversations, type ContextRequest, type TurnInput } from "./conversations.js";
 import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
 import { formatBytes, HttpError, installErrorHandlers } from "./errors.js";
-import { JobManager, type UploadedFile } from "./jobs.js";
+import { isFinished, JobManager, type UploadedFile } from "./jobs.js";
 import { schemas } from "./schemas.js";
 import { installAuth, internalKbName, kbNameProblem, ownsKb, tenantKbName, tenantText } from "./tenancy.js";
 
@@ -160,11 +160,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     throwFileSizeLimit: false,
     limits: { fileSize: maxFileBytes, files: maxFiles, fields: 100, parts: maxFiles + 100 },
   });
+  // On close, fastify runs preClose hooks, then waits for open connections to end (new requests get a 503
+  // meanwhile), then runs onClose hooks. Jobs are stopped here, first, so each job's event stream gets its
+  // final `done` event (status `interrupted`) and ends before the connections are awaited.
   app.addHook("preClose", async () => {
+    await jobs.close();
     for (const res of streams) res.end();
     streams.clear();
   });
-  app.addHook("onClose", async () => jobs.close());
 
   /** The tenant's KB `name`, or a 404 (also for another tenant's KB). */
   const requireKb = (tenant: string, name: string): KbRecord => {
@@ -438,7 +441,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       res.write(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     write("status", job);
-    if (job.status === "succeeded" || job.status === "failed") {
+    if (isFinished(job.status)) {
       write("done", job);
       res.end();
       return;

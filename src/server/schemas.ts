@@ -107,7 +107,7 @@ const jobView = {
   properties: {
     id: { type: "string" },
     kb: { type: "string" },
-    status: { type: "string", enum: ["queued", "running", "succeeded", "failed"] },
+    status: { type: "string", enum: ["queued", "running", "succeeded", "failed", "interrupted"] },
     done: { type: "integer" },
     total: { type: "integer" },
     current: { type: "string" },

@@ -1,0 +1,128 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KnowledgeLayer } from "../src/knowledge-layer.js";
+import { client, followJob, type SseEvent, startServer, type TestServer } from "./server-helpers.js";
+
+/**
+ * Holds the `n`th call of `kl.ingestDocuments` (1-based) until `release` is called;
+ * `reached` resolves when that call has started.
+ */
+function gateIngest(kl: KnowledgeLayer, n: number): { reached: Promise<void>; release: () => void } {
+  const original = kl.ingestDocuments.bind(kl);
+  let calls = 0;
+  let reachedResolve = (): void => {};
+  let release = (): void => {};
+  const reached = new Promise<void>((done) => {
+    reachedResolve = done;
+  });
+  const gate = new Promise<void>((done) => {
+    release = done;
+  });
+  kl.ingestDocuments = async (...args: Parameters<KnowledgeLayer["ingestDocuments"]>) => {
+    calls++;
+    if (calls === n) {
+      reachedResolve();
+      await gate;
+    }
+    return original(...args);
+  };
+  return { reached, release };
+}
+
+describe("HTTP API: shutting down with jobs queued and running", () => {
+  let s: TestServer;
+  let closed = false;
+
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(async () => {
+    if (closed) await s.kl.close();
+    else await s.close();
+  });
+
+  it("ends each followed job's event stream with a done event of status interrupted, keeping what was committed", async () => {
+    const key = s.key("acme");
+    const api = client(s.base, key);
+    expect((await api.post("/kbs", { name: "docs", retrieval: { mode: "keyword" } })).status).toBe(201);
+    // The running job is held inside its second file while the server closes.
+    const gate = gateIngest(s.kl, 2);
+    const names = ["a.md", "b.md", "c.md", "d.md", "e.md"];
+    const running = await api.upload(
+      "docs",
+      names.map((n) => ({ name: n, content: `# Notes ${n}\n\nshutdown notes about ${n}, file ${n}` })),
+      "?embed=false",
+    );
+    expect(running.status).toBe(202);
+    const queued = await api.upload(
+      "docs",
+      [{ name: "later.md", content: "# Later\n\nqueued behind the first job" }],
+      "?embed=false",
+    );
+    expect(queued.status).toBe(202);
+    expect(queued.body.status).toBe("queued");
+    await gate.reached;
+
+    let opened = 0;
+    const onOpen = (): void => {
+      opened++;
+    };
+    const runningEvents = followJob(s.base, key, running.body.id, onOpen);
+    const queuedEvents = followJob(s.base, key, queued.body.id, onOpen);
+    for (let i = 0; opened < 2 && i < 200; i++) await new Promise((done) => setTimeout(done, 10));
+    expect(opened).toBe(2);
+
+    const closing = s.app.close();
+    closed = true;
+    // The queued job ends at once, before the server waits for the running one.
+    const q = await queuedEvents;
+    const qDone = q.at(-1) as SseEvent;
+    expect(qDone.event).toBe("done");
+    expect(qDone.data).toMatchObject({
+      id: queued.body.id,
+      status: "interrupted",
+      done: 0,
+      total: 1,
+      error: "the server shut down before the job started: upload the files again once it is back",
+    });
+    expect(qDone.data.startedAt).toBeUndefined();
+
+    // The running job finishes the file it is on, then stops.
+    gate.release();
+    const r = await runningEvents;
+    await closing;
+    const rDone = r.at(-1) as SseEvent;
+    expect(r[0]?.event).toBe("status");
+    expect(rDone.event).toBe("done");
+    expect(rDone.data).toMatchObject({
+      id: running.body.id,
+      status: "interrupted",
+      done: 2,
+      total: 5,
+      error:
+        'the server shut down after 2 of 5 files; not ingested: "c.md", "d.md", "e.md" (upload them again once it is back)',
+      summary: { files: 5, added: 2, documents: 2, errors: [] },
+    });
+    expect(rDone.data.current).toBeUndefined();
+    expect(rDone.data.finishedAt).toEqual(expect.any(String));
+    // Event ids grow by one, the final event included.
+    const seqs = r.filter((e) => e.id !== undefined).map((e) => Number(e.id));
+    expect(seqs).toEqual(seqs.map((_, i) => (seqs[0] as number) + i));
+
+    // The KB holds the two committed files, whole; the rest of the upload is gone.
+    const docs = s.kl.db
+      .prepare("SELECT uri, chunk_count FROM documents WHERE kb = 'acme.docs' ORDER BY uri")
+      .all() as { uri: string; chunk_count: number }[];
+    expect(docs.map((d) => d.uri)).toEqual(["a.md", "b.md"]);
+    for (const d of docs) expect(d.chunk_count).toBeGreaterThan(0);
+    const chunks = s.kl.db
+      .prepare(
+        "SELECT count(*) AS n FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.kb = 'acme.docs'",
+      )
+      .get() as { n: number };
+    expect(chunks.n).toBe(docs.reduce((n, d) => n + d.chunk_count, 0));
+    const uploads = join(s.kl.dataDir, "uploads", "acme");
+    expect(existsSync(uploads) ? readdirSync(uploads) : []).toEqual([]);
+  });
+});
