@@ -117,6 +117,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit,
+    // Requests arriving while the server closes get our own 503 (see the onRequest hook below).
+    return503OnClosing: false,
     // Strict bodies: unknown fields are errors and types are not coerced.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true } },
   });
@@ -135,6 +137,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   app.removeContentTypeParser("text/plain");
 
   installErrorHandlers(app, { bodyLimit, maxFiles });
+  let closing = false;
+  app.addHook("onRequest", async (_request, reply) => {
+    if (closing)
+      return reply
+        .code(503)
+        .header("connection", "close")
+        .send({ error: "the server is shutting down; try again once it is back" });
+  });
   installAuth(app, kl.db);
   await app.register(swagger, {
     openapi: {
@@ -164,6 +174,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   // meanwhile), then runs onClose hooks. Jobs are stopped here, first, so each job's event stream gets its
   // final `done` event (status `interrupted`) and ends before the connections are awaited.
   app.addHook("preClose", async () => {
+    closing = true;
     await jobs.close();
     for (const res of streams) res.end();
     streams.clear();
