@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServer } from "../src/server/app.js";
 import { docsPath } from "./helpers.js";
-import { client, startServer, type TestServer } from "./server-helpers.js";
+import { client, startServer, type TestServer, waitForJob } from "./server-helpers.js";
 
 describe("HTTP API: malformed requests and error mapping", () => {
   let s: TestServer;
@@ -164,6 +164,70 @@ describe("HTTP API: malformed requests and error mapping", () => {
     const { readdirSync } = await import("node:fs");
     const { join } = await import("node:path");
     expect(readdirSync(join(s.kl.dataDir, "uploads", "acme"))).toEqual([]);
+  });
+
+  it("refuses an upload naming one file twice with a 400 naming it, storing nothing", async () => {
+    const { readdirSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    expect((await api.post("/kbs", { name: "twins", retrieval: { mode: "keyword" } })).status).toBe(201);
+    const same = await api.upload(
+      "twins",
+      [
+        { name: "notes.md", content: "# First\n\nthe first notes file" },
+        { name: "notes.md", content: "# Second\n\nthe second notes file" },
+      ],
+      "?embed=false",
+    );
+    expect(same.status).toBe(400);
+    expect(same.body).toEqual({
+      error:
+        "file \"notes.md\" is in the upload twice, as file parts 1 and 2: a file's name is its document's uri, so each file of an upload needs its own name; rename one (nothing was stored)",
+      field: "file",
+    });
+    // Different client paths that sanitise to one name are the same document too.
+    const paths = await api.upload(
+      "twins",
+      [
+        { name: "a.md", content: "# A\n\ntext a" },
+        { name: "2024/report.md", content: "# Report 2024\n\nthis year" },
+        { name: "2023\\report.md", content: "# Report 2023\n\nlast year" },
+      ],
+      "?embed=false",
+    );
+    expect(paths.status).toBe(400);
+    expect(paths.body.field).toBe("file");
+    expect(paths.body.error).toMatch(/^file "report\.md" is in the upload twice, as file parts 2 and 3: /);
+    // Names the server sanitises to one name are named as the client sent them.
+    const hash = await api.upload(
+      "twins",
+      [
+        { name: "notes#1.md", content: "# One\n\nhash" },
+        { name: "notes_1.md", content: "# One\n\nunderscore" },
+      ],
+      "?embed=false",
+    );
+    expect(hash.status).toBe(400);
+    expect(hash.body.error).toMatch(
+      /^file "notes_1\.md" is in the upload twice, as file parts 1 and 2 \(sent as "notes#1\.md" and "notes_1\.md"\): /,
+    );
+    // Nothing was queued or stored: no job, no document, no upload folder left behind.
+    expect((await api.get("/jobs")).body.jobs.filter((j: { kb: string }) => j.kb === "twins")).toEqual([]);
+    expect((await api.get("/kbs/twins/documents")).body).toMatchObject({ documents: [], total: 0 });
+    expect(readdirSync(join(s.kl.dataDir, "uploads", "acme"))).toEqual([]);
+    // Names differing in case are distinct documents: both are kept.
+    const cases = await api.upload(
+      "twins",
+      [
+        { name: "Notes.md", content: "# Upper\n\ncapital notes" },
+        { name: "notes.md", content: "# Lower\n\nsmall notes" },
+      ],
+      "?embed=false",
+    );
+    expect(cases.status).toBe(202);
+    const job = await waitForJob(s.base, key, cases.body.id);
+    expect(job).toMatchObject({ status: "succeeded", summary: { files: 2, added: 2, documents: 2 } });
+    const docs = (await api.get("/kbs/twins/documents")).body.documents.map((d: { uri: string }) => d.uri);
+    expect(docs.sort()).toEqual(["Notes.md", "notes.md"]);
   });
 
   it("keeps the file name only, never the client's path", async () => {

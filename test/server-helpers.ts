@@ -115,13 +115,22 @@ export interface SseEvent {
   data: any;
 }
 
-/** Reads a job's server-sent events until the `done` event (or the stream ends). */
-export async function followJob(base: string, key: string, jobId: string): Promise<SseEvent[]> {
+/**
+ * Reads a job's server-sent events until the `done` event (or the stream ends);
+ * `onOpen` is called once the stream has answered (the server follows the job from then on).
+ */
+export async function followJob(
+  base: string,
+  key: string,
+  jobId: string,
+  onOpen?: () => void,
+): Promise<SseEvent[]> {
   const res = await fetch(`${base}/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${key}` } });
   if (res.status !== 200 || !res.body)
     throw new Error(`events of ${jobId}: HTTP ${res.status} ${await res.text()}`);
   if (!res.headers.get("content-type")?.startsWith("text/event-stream"))
     throw new Error(`events of ${jobId}: content-type ${res.headers.get("content-type")}`);
+  onOpen?.();
   const events: SseEvent[] = [];
   const decoder = new TextDecoder();
   let buffer = "";
@@ -158,7 +167,7 @@ export async function waitForJob(base: string, key: string, jobId: string, timeo
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await api.get(`/jobs/${jobId}`);
-    if (r.body?.status === "succeeded" || r.body?.status === "failed") return r.body;
+    if (["succeeded", "failed", "interrupted"].includes(r.body?.status)) return r.body;
     if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish: ${r.text}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

@@ -125,7 +125,7 @@ export function registerServeCommands(program: Command): void {
           if (stopping) process.exit(1);
           stopping = true;
           console.error(
-            `kl serve: ${signal}: finishing running jobs, then stopping (send again to stop now)`,
+            `kl serve: ${signal}: stopping; running jobs end after their current file and queued ones are not started, both reported "interrupted" to clients following them (send ${signal} again to stop now)`,
           );
           void app
             .close()

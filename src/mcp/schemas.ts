@@ -155,14 +155,18 @@ export const getDocumentInput = {
     .int()
     .min(0)
     .optional()
-    .describe("First character (UTF-16 offset, as chunk.start) of the text to return; default 0."),
+    .describe(
+      "First character (UTF-16 offset, as chunk.start) of the text to return; default 0. An offset inside a surrogate pair starts at the pair.",
+    ),
   limit: z
     .number()
     .int()
     .min(1)
     .max(MCP_MAX_DOCUMENT_CHARS)
     .optional()
-    .describe(`Most characters to return, 1–${MCP_MAX_DOCUMENT_CHARS} (default ${MCP_MAX_DOCUMENT_CHARS}).`),
+    .describe(
+      `Most characters (UTF-16 code units) to return, 1–${MCP_MAX_DOCUMENT_CHARS} (default ${MCP_MAX_DOCUMENT_CHARS}); a surrogate pair is never split, so a page ends before one that would be cut, or holds it whole when it is the page's first character.`,
+    ),
 };
 
 /** `get_document` structured output. */
@@ -177,10 +181,17 @@ export const getDocumentOutput = {
   embedded: z.boolean(),
   ingestedAt: z.string(),
   totalChars: z.number().int().describe("Length of the whole extracted text."),
-  offset: z.number().int(),
+  offset: z
+    .number()
+    .int()
+    .describe("Where text starts: the requested offset, one less when that fell inside a surrogate pair."),
   text: z.string().describe("text[offset, offset + returned length) of the extracted text."),
   truncated: z.boolean().describe("True when text stops before the end of the document."),
-  nextOffset: z.number().int().optional().describe("Offset to pass to read on, when truncated."),
+  nextOffset: z
+    .number()
+    .int()
+    .optional()
+    .describe("Offset to pass to read on, when truncated; always greater than offset."),
 };
 
 /** `ingest_path` arguments. */

@@ -10,6 +10,7 @@ import { KnowledgeLayerError } from "../errors.js";
 import type { IngestSummary } from "../ingest/pipeline.js";
 import type { KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
 import type { DocumentRecord } from "../store/catalog.js";
+import { textPage } from "../text-page.js";
 import { formatIngestText, formatSearchText } from "./format.js";
 import { checkIngestPath } from "./ingest-root.js";
 import {
@@ -168,12 +169,13 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
         const kbName = kl.getKb(args.kb ?? DEFAULT_KB).name;
         const doc = findDocument(kl, kbName, args.uri);
         const full = kl.catalog.documentText(doc.id);
-        const offset = Math.min(args.offset ?? 0, full.length);
-        let end = Math.min(full.length, offset + (args.limit ?? MCP_MAX_DOCUMENT_CHARS));
-        // Do not cut a surrogate pair in two.
-        if (end < full.length && end > offset && isHighSurrogate(full.charCodeAt(end - 1))) end -= 1;
-        const text = full.slice(offset, end);
-        const truncated = end < full.length;
+        // Never splits a surrogate pair, and every page before the end holds at least one character.
+        const {
+          start: offset,
+          end,
+          text,
+          truncated,
+        } = textPage(full, args.offset ?? 0, args.limit ?? MCP_MAX_DOCUMENT_CHARS);
         const metadata = documentMetadata(kl, doc);
         const structured: Record<string, unknown> = {
           kb: kbName,
@@ -355,8 +357,4 @@ function documentMetadata(kl: KnowledgeLayer, doc: DocumentRecord): Record<strin
   const first = kl.catalog.chunkIds(doc.id)[0];
   if (first === undefined) return {};
   return kl.catalog.loadChunks([first]).get(first)?.document.metadata ?? {};
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
 }

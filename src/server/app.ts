@@ -36,7 +36,7 @@ import { type Agent, AgentStore, type AttachmentRetrievalConfig, overridesOf } f
 import { AgentConversations, type ContextRequest, type TurnInput } from "./conversations.js";
 import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
 import { formatBytes, HttpError, installErrorHandlers } from "./errors.js";
-import { JobManager, type UploadedFile } from "./jobs.js";
+import { isFinished, JobManager, type UploadedFile } from "./jobs.js";
 import { schemas } from "./schemas.js";
 import { installAuth, internalKbName, kbNameProblem, ownsKb, tenantKbName, tenantText } from "./tenancy.js";
 
@@ -117,6 +117,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit,
+    // Requests arriving while the server closes get our own 503 (see the onRequest hook below).
+    return503OnClosing: false,
     // Strict bodies: unknown fields are errors and types are not coerced.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true } },
   });
@@ -135,6 +137,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   app.removeContentTypeParser("text/plain");
 
   installErrorHandlers(app, { bodyLimit, maxFiles });
+  let closing = false;
+  app.addHook("onRequest", async (_request, reply) => {
+    if (closing)
+      return reply
+        .code(503)
+        .header("connection", "close")
+        .send({ error: "the server is shutting down; try again once it is back" });
+  });
   installAuth(app, kl.db);
   await app.register(swagger, {
     openapi: {
@@ -160,11 +170,15 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     throwFileSizeLimit: false,
     limits: { fileSize: maxFileBytes, files: maxFiles, fields: 100, parts: maxFiles + 100 },
   });
+  // On close, fastify runs preClose hooks, then waits for open connections to end (new requests get a 503
+  // meanwhile), then runs onClose hooks. Jobs are stopped here, first, so each job's event stream gets its
+  // final `done` event (status `interrupted`) and ends before the connections are awaited.
   app.addHook("preClose", async () => {
+    closing = true;
+    await jobs.close();
     for (const res of streams) res.end();
     streams.clear();
   });
-  app.addHook("onClose", async () => jobs.close());
 
   /** The tenant's KB `name`, or a 404 (also for another tenant's KB). */
   const requireKb = (tenant: string, name: string): KbRecord => {
@@ -312,6 +326,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       }
       const { id, dir } = await jobs.reserve(tenant);
       const files: UploadedFile[] = [];
+      /** Client file names by upload name: two parts with one name would be one document (the first lost). */
+      const given = new Map<string, { raw: string; part: number }>();
       try {
         for await (const part of request.parts()) {
           if (part.type !== "file") {
@@ -326,6 +342,16 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
             part.file.resume();
             throw new HttpError(400, `file part "${part.fieldname}" has no usable file name`, part.fieldname);
           }
+          const earlier = given.get(name);
+          if (earlier) {
+            part.file.resume();
+            throw new HttpError(
+              400,
+              duplicateUploadMessage(name, earlier, part.filename, files.length + 1),
+              part.fieldname,
+            );
+          }
+          given.set(name, { raw: part.filename, part: files.length + 1 });
           const storedPath = join(dir, String(files.length));
           await pipeline(part.file, createWriteStream(storedPath));
           if (part.file.truncated) {
@@ -426,7 +452,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       res.write(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     write("status", job);
-    if (job.status === "succeeded" || job.status === "failed") {
+    if (isFinished(job.status)) {
       write("done", job);
       res.end();
       return;
@@ -807,6 +833,22 @@ export function uploadName(raw: string | undefined): string | undefined {
     .slice(0, 255);
   if (!clean || clean === "." || clean === "..") return undefined;
   return clean;
+}
+
+/**
+ * The 400 message for a second file part named `name` (part `part`, client name
+ * `raw`) in one upload, naming both parts and, when the client's names differ
+ * (`a/x.md`, `b/x.md`), both of those.
+ */
+function duplicateUploadMessage(
+  name: string,
+  earlier: { raw: string; part: number },
+  raw: string,
+  part: number,
+): string {
+  const names =
+    earlier.raw === raw ? "" : ` (sent as ${JSON.stringify(earlier.raw)} and ${JSON.stringify(raw)})`;
+  return `file "${name}" is in the upload twice, as file parts ${earlier.part} and ${part}${names}: a file's name is its document's uri, so each file of an upload needs its own name; rename one (nothing was stored)`;
 }
 
 const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);

@@ -10,6 +10,11 @@
  * kept in memory (the most recent finished jobs, see {@link JobManagerOptions}),
  * and listeners (server-sent events) get a `progress` event per step and a final
  * `done` event.
+ *
+ * On shutdown ({@link JobManager.close}) queued jobs end `interrupted` without
+ * starting and running ones end `interrupted` after the file they are ingesting
+ * (each file's documents are committed whole, so the KB holds what the job's
+ * summary counts); their listeners get the final `done` event either way.
  */
 import { randomUUID } from "node:crypto";
 import { mkdir, readFile, rm } from "node:fs/promises";
@@ -21,8 +26,16 @@ import type { ExtractedDocument } from "../types.js";
 import { deleteDocuments, documentIdsOfSource } from "./documents.js";
 import { tenantText } from "./tenancy.js";
 
-/** Life cycle of a job. */
-export type JobStatus = "queued" | "running" | "succeeded" | "failed";
+/**
+ * Life cycle of a job: `queued` → `running` → `succeeded` or `failed`, or
+ * `interrupted` when the server shut down before it finished.
+ */
+export type JobStatus = "queued" | "running" | "succeeded" | "failed" | "interrupted";
+
+/** True for the statuses a job ends with (no event follows). */
+export function isFinished(status: JobStatus): boolean {
+  return status === "succeeded" || status === "failed" || status === "interrupted";
+}
 
 /** A problem with one uploaded file. */
 export interface JobIssue {
@@ -82,7 +95,7 @@ export interface JobView {
   files: { name: string; bytes: number }[];
   /** Present once the job has finished (also when it failed part-way). */
   summary?: JobSummary;
-  /** Why the job failed, when it did. */
+  /** Why the job failed or was interrupted, when it was. */
   error?: string;
   createdAt: string;
   startedAt?: string;
@@ -175,7 +188,11 @@ export class JobManager {
     };
     this.jobs.set(job.id, job);
     if (this.closing) {
-      void this.finish(job, "failed", "the server is shutting down");
+      void this.finish(
+        job,
+        "interrupted",
+        "the server is shutting down: upload the files again once it is back",
+      );
       return view(job);
     }
     const previous = this.tails.get(job.internalKb) ?? Promise.resolve();
@@ -220,14 +237,21 @@ export class JobManager {
   }
 
   /**
-   * Stops taking jobs: queued jobs fail with "the server shut down before the job
-   * started" (their uploads are removed), running ones are awaited.
+   * Stops the jobs for a shutdown: no new job starts, queued jobs end
+   * `interrupted` at once (their uploads are removed), running ones end
+   * `interrupted` after their current file (what they committed stays, and the
+   * error names the files left). Every job's listeners get its final `done`
+   * event before this resolves, when no job is running any more.
    */
   async close(): Promise<void> {
     this.closing = true;
     for (const job of this.jobs.values()) {
       if (job.status === "queued")
-        await this.finish(job, "failed", "the server shut down before the job started");
+        await this.finish(
+          job,
+          "interrupted",
+          "the server shut down before the job started: upload the files again once it is back",
+        );
     }
     await Promise.allSettled([...this.tails.values()]);
   }
@@ -244,7 +268,11 @@ export class JobManager {
     }
   }
 
-  private async finish(job: Job, status: "succeeded" | "failed", error?: string): Promise<void> {
+  private async finish(
+    job: Job,
+    status: "succeeded" | "failed" | "interrupted",
+    error?: string,
+  ): Promise<void> {
     job.status = status;
     job.current = undefined;
     if (error) job.error = error;
@@ -283,6 +311,18 @@ export class JobManager {
     try {
       const failed = new Set<string>();
       for (const file of job.files) {
+        if (this.closing) {
+          // Shutting down: stop between files (each file's documents were committed whole).
+          summary.durationMs = Date.now() - started;
+          job.summary = summary;
+          const left = job.files.slice(job.done).map((f) => f.name);
+          await this.finish(
+            job,
+            "interrupted",
+            `the server shut down after ${job.done} of ${job.files.length} files; not ingested: ${listNames(left)} (upload them again once it is back)`,
+          );
+          return;
+        }
         job.current = file.name;
         this.emit(job, "progress");
         // Looked up per file: a KB deleted meanwhile stops the job.
@@ -360,6 +400,12 @@ export class JobManager {
       await this.finish(job, "failed", "internal error while ingesting (details are in the server log)");
     }
   }
+}
+
+/** Up to 10 quoted names, then how many more. */
+function listNames(names: string[]): string {
+  const shown = names.slice(0, 10).map((n) => JSON.stringify(n));
+  return names.length > 10 ? `${shown.join(", ")} and ${names.length - 10} more` : shown.join(", ");
 }
 
 /** A failure reason fit for the client: an extraction error's reason, else the message. */

@@ -107,7 +107,7 @@ const jobView = {
   properties: {
     id: { type: "string" },
     kb: { type: "string" },
-    status: { type: "string", enum: ["queued", "running", "succeeded", "failed"] },
+    status: { type: "string", enum: ["queued", "running", "succeeded", "failed", "interrupted"] },
     done: { type: "integer" },
     total: { type: "integer" },
     current: { type: "string" },
@@ -215,7 +215,7 @@ export const schemas = {
     tags: ["documents"],
     summary: "upload files (multipart/form-data, one or more file parts) and ingest them in a background job",
     description:
-      "Each file part is ingested under its file name (the document's uri, path and citation); uploading a name again replaces that document. Answers 202 with the job; follow it with GET /jobs/:id or GET /jobs/:id/events.",
+      "Each file part is ingested under its file name (the document's uri, path and citation); uploading a name again replaces that document, and two file parts of one name in one upload are a 400 naming it (nothing stored). Answers 202 with the job; follow it with GET /jobs/:id or GET /jobs/:id/events.",
     security,
     consumes: ["multipart/form-data"],
     params: kbParams,
@@ -306,7 +306,7 @@ export const schemas = {
       200: {
         type: "string",
         description:
-          "text/event-stream: `event: status` (the job now), `event: progress` (id, job view) per step, then `event: done` (the finished job) and the stream ends",
+          "text/event-stream: `event: status` (the job now), `event: progress` (id, job view) per step, then `event: done` (the finished job: succeeded, failed, or interrupted when the server shuts down) and the stream ends",
       },
       ...errors,
     },
