@@ -7,6 +7,7 @@ import { formatBytes } from "../extract/util.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 import { formatCitation } from "../retrieve/attribution.js";
+import { redactSecrets } from "../secrets.js";
 import type { KbCounts, KbRecord } from "../store/catalog.js";
 import { collectionOf, describeStore } from "../store/index.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
@@ -175,7 +176,7 @@ function explainLine(e: NonNullable<SearchResponse["results"][number]["explain"]
 
 /** Human-readable knowledge base description. */
 export function formatKb(kb: KbRecord, counts: KbCounts): string {
-  const c = kb.config;
+  const c = redactSecrets(kb.config);
   return [
     `name:       ${kb.name}`,
     `created:    ${kb.createdAt}`,

@@ -27,7 +27,7 @@ import { evaluateBeir } from "../eval/beir.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
-import { redactKbConfig } from "../store/index.js";
+import { errorText, redactSecrets } from "../secrets.js";
 import {
   type ChunkedDocument,
   formatChunks,
@@ -388,7 +388,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
           reranker: rerankerOption(o),
         },
       });
-      if (o.json) console.log(JSON.stringify(redactKbConfig(record.config), null, 2));
+      if (o.json) console.log(JSON.stringify(redactSecrets(record.config), null, 2));
       else console.log(`created knowledge base "${name}"\n${formatKb(record, kl.counts(name))}`);
     });
   });
@@ -406,7 +406,7 @@ kb.command("list")
               name: k.name,
               createdAt: k.createdAt,
               ...k.counts,
-              config: redactKbConfig(k.config),
+              config: redactSecrets(k.config),
             })),
             null,
             2,
@@ -432,7 +432,7 @@ kb.command("show")
       const record = kl.getKb(name);
       const counts = kl.counts(name);
       if (o.json)
-        console.log(JSON.stringify({ ...record, config: redactKbConfig(record.config), counts }, null, 2));
+        console.log(JSON.stringify({ ...record, config: redactSecrets(record.config), counts }, null, 2));
       else console.log(formatKb(record, counts));
     });
   });
@@ -746,9 +746,9 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   if (error instanceof KnowledgeLayerError) {
-    console.error(`kl: ${error.message}`);
+    console.error(`kl: ${errorText(error)}`);
   } else {
-    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    console.error(errorText(error, true));
   }
   process.exitCode = 1;
 });

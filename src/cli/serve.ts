@@ -10,6 +10,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KnowledgeLayerError } from "../errors.js";
 import { KnowledgeLayer } from "../knowledge-layer.js";
+import { errorForLog, errorText } from "../secrets.js";
 import { buildServer, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from "../server/app.js";
 import { createApiKey, listApiKeys, revokeApiKey, tenantScope } from "../server/tenancy.js";
 
@@ -103,7 +104,7 @@ export function registerServeCommands(program: Command): void {
           maxFiles: o.maxFiles,
           bodyLimit: o.bodyLimitKb === undefined ? undefined : o.bodyLimitKb * 1024,
           allowTenantServices: Boolean(o.allowTenantServices),
-          logger: o.logLevel === "silent" ? false : { level: o.logLevel },
+          logger: o.logLevel === "silent" ? false : { level: o.logLevel, serializers: { err: errorForLog } },
         });
         const address = await app.listen({ host: o.host, port: o.port });
         console.error(
@@ -129,7 +130,7 @@ export function registerServeCommands(program: Command): void {
           );
           void app
             .close()
-            .catch((error: unknown) => console.error(`kl serve: error while stopping: ${String(error)}`))
+            .catch((error: unknown) => console.error(`kl serve: error while stopping: ${errorText(error)}`))
             .finally(() => kl.close().finally(resolve));
         };
         process.on("SIGINT", stop);

@@ -10,6 +10,7 @@ import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
 import type { Bm25Index } from "../retrieve/bm25.js";
+import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
 import type { VectorRecord, VectorStore } from "../store/contract.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
@@ -588,5 +589,6 @@ async function commitUnit(
 
 function errorReason(error: unknown): string {
   if (error instanceof ExtractionError) return error.reason;
-  return error instanceof Error ? error.message : String(error);
+  // Reasons are printed and sent (CLI, HTTP jobs, MCP): a store's connection string stays masked.
+  return redactText(error instanceof Error ? error.message : String(error));
 }
