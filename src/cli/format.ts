@@ -113,6 +113,10 @@ export function formatIngestSummary(s: IngestSummary): string {
       `${s.errors.length} errors, ${s.skipped.length} skipped`,
     `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached${s.embedded.reused ? `, ${s.embedded.reused} reused from sentence vectors` : ""}; ${(s.durationMs / 1000).toFixed(1)} s`,
   ];
+  if (s.stopped)
+    lines.push(
+      "stopped before the end: the counts above were committed; run the same command again to finish",
+    );
   for (const w of s.warnings) lines.push(`  warning ${w.path}: ${w.reason}`);
   for (const e of s.errors) lines.push(`  error   ${e.path}: ${e.reason}`);
   for (const p of s.removed) lines.push(`  removed ${p}`);

@@ -63,13 +63,17 @@ export function registerMcpCommand(program: Command): void {
         try {
           ingestRoot = resolveIngestRoot(o.ingestRoot);
         } catch (err) {
-          command.error(`kl mcp: --ingest-root: ${(err as Error).message}`, { exitCode: 2, code: "kl.usage" });
+          command.error(`kl mcp: --ingest-root: ${(err as Error).message}`, {
+            exitCode: 2,
+            code: "kl.usage",
+          });
         }
       }
       const version = program.version();
       const { dataDir } = command.optsWithGlobals() as { dataDir?: string };
       // A server must keep answering while a model runs: inference off the main thread.
-      const kl = KnowledgeLayer.open({ dataDir, offThread: true });
+      // Read-only tools need existing data; only an ingesting server may create the data directory.
+      const kl = KnowledgeLayer.open({ dataDir, offThread: true, create: Boolean(ingestRoot) });
       const log = (message: string): void => {
         process.stderr.write(`kl mcp: ${message}\n`);
       };

@@ -32,11 +32,14 @@ const port = (value: string): number => {
   return n;
 };
 
-/** Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`). */
-function open(command: Command, offThread = false): KnowledgeLayer {
+/**
+ * Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`); with
+ * `create` false a missing one is an error and nothing is created.
+ */
+function open(command: Command, offThread = false, create = true): KnowledgeLayer {
   const opts = command.optsWithGlobals() as { dataDir?: string };
   // Tenants never share cached embeddings: cache hits would tell one what another holds.
-  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread, cacheScope: tenantScope });
+  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread, cacheScope: tenantScope, create });
 }
 
 /** Prints a new key for `tenant`. */
@@ -161,7 +164,7 @@ export function registerServeCommands(program: Command): void {
     .option("--tenant <tenant>", "only this tenant's keys")
     .option("--json", "print JSON")
     .action(async (o, command: Command) => {
-      const kl = open(command);
+      const kl = open(command, false, false);
       try {
         const keys = listApiKeys(kl.db, o.tenant);
         if (o.json) console.log(JSON.stringify(keys, null, 2));
@@ -177,7 +180,7 @@ export function registerServeCommands(program: Command): void {
     .argument("<id>", "key id (from kl apikey list)")
     .description("delete an API key; requests with it get 401 from then on")
     .action(async (id: string, _o, command: Command) => {
-      const kl = open(command);
+      const kl = open(command, false, false);
       try {
         if (!revokeApiKey(kl.db, id))
           throw new KnowledgeLayerError(`unknown API key id "${id}" (see kl apikey list)`);
