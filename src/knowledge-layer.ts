@@ -44,6 +44,7 @@ import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
+import { redactText } from "./secrets.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { ExtractedDocument } from "./types.js";
 
@@ -687,7 +688,8 @@ export class KnowledgeLayer {
         perKb: options.perKb,
       },
     );
-    warnings.push(...outcome.warnings);
+    // A failing reranker or expansion endpoint is reported, its credentials masked.
+    warnings.push(...outcome.warnings.map(redactText));
     const results: SearchResult[] = outcome.results.map((r, i) => {
       const { source, citation } = attributed(r.chunk);
       const s = r.chunk;
