@@ -39,12 +39,12 @@ import {
   type ResultExplanation,
   retrieve,
 } from "./retrieve/search.js";
+import { redactText } from "./secrets.js";
 import { Catalog, type KbCounts, type KbRecord } from "./store/catalog.js";
 import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
-import { redactText } from "./secrets.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { ExtractedDocument } from "./types.js";
 
