@@ -394,7 +394,7 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
 const KB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /** Keys a configuration may have, per section (a misspelt key is an error, not silently ignored). */
-const KNOWN_KEYS: Record<string, readonly string[]> = {
+export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "": ["name", "extraction", "chunking", "embedding", "vectorStore", "retrieval"],
   extraction: ["limits", "slack", "email"],
   "extraction.limits": Object.keys(DEFAULT_EXTRACTION_LIMITS),

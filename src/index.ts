@@ -69,6 +69,7 @@ export {
   type RetrievedResult,
 } from "./retrieve/search.js";
 export { type CjkSegmentation, tokenize } from "./retrieve/tokenizer.js";
+export { errorForLog, errorText, isSecretKey, MASK, maskUrl, redactSecrets, redactText } from "./secrets.js";
 export { buildServer, type ServerOptions } from "./server/app.js";
 // Server adapters (their clients load only when a store of that type is used through createVectorStore).
 export type { ChromaVectorStore, ChromaVectorStoreOptions } from "./store/chroma.js";

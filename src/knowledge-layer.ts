@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { type Cache, type CacheConfig, createCache } from "./cache/index.js";
 import { queryEmbeddingKey, searchResultKey } from "./cache/keys.js";
 import {
@@ -37,9 +39,10 @@ import {
   type ResultExplanation,
   retrieve,
 } from "./retrieve/search.js";
+import { redactText } from "./secrets.js";
 import { Catalog, type KbCounts, type KbRecord } from "./store/catalog.js";
 import type { VectorStore } from "./store/contract.js";
-import { type Db, openDatabase, resolveDataDir } from "./store/database.js";
+import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
@@ -143,6 +146,12 @@ export interface OpenOptions {
    * scopes by tenant. Default: one scope (everything shared, the fastest).
    */
   cacheScope?: (kb: string) => string;
+  /**
+   * Create the data directory and its database when they do not exist (default
+   * true). Readers (`kl search`, `kl kb list`, …) pass false: a data directory
+   * without a database is then an error naming the path, and nothing is created.
+   */
+  create?: boolean;
 }
 
 /** The cache configuration {@link KnowledgeLayer.open} uses when none is given. */
@@ -165,6 +174,12 @@ export interface IngestOptions {
    */
   embed?: boolean;
   onProgress?: (event: IngestProgress) => void;
+  /**
+   * Stops the run when aborted (`kl ingest` aborts it on SIGINT/SIGTERM): checked
+   * between sources and batches, so every source is either fully committed or left
+   * as it was; the summary then has `stopped: true` and counts what was committed.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -203,9 +218,19 @@ export class KnowledgeLayer {
     this.bm25 = new Bm25Index(db);
   }
 
-  /** Opens (creating if needed) the data directory. @throws KnowledgeLayerError if it cannot be opened. */
+  /**
+   * Opens the data directory, creating it unless `create` is false.
+   * @throws KnowledgeLayerError if it cannot be opened, or (with `create: false`)
+   *   when it holds no database, naming the path.
+   */
   static open(options: OpenOptions = {}): KnowledgeLayer {
     const dataDir = resolveDataDir(options.dataDir);
+    if (options.create === false && !existsSync(join(dataDir, DB_FILE))) {
+      const what = existsSync(dataDir) ? `it holds no ${DB_FILE}` : "the folder does not exist";
+      throw new KnowledgeLayerError(
+        `no knowledge-layer data at ${dataDir}: ${what}; ingest documents first (kl ingest PATH) or point --data-dir or $KL_HOME at an existing data directory`,
+      );
+    }
     const cache = createCache(options.cache ?? defaultCacheConfig());
     return new KnowledgeLayer(
       dataDir,
@@ -663,7 +688,8 @@ export class KnowledgeLayer {
         perKb: options.perKb,
       },
     );
-    warnings.push(...outcome.warnings);
+    // A failing reranker or expansion endpoint is reported, its credentials masked.
+    warnings.push(...outcome.warnings.map(redactText));
     const results: SearchResult[] = outcome.results.map((r, i) => {
       const { source, citation } = attributed(r.chunk);
       const s = r.chunk;
@@ -793,6 +819,7 @@ export class KnowledgeLayer {
       config: kb.config,
       collection: collectionOf(kb.config),
       onProgress: options.onProgress,
+      signal: options.signal,
     };
   }
 }

@@ -76,8 +76,8 @@ beforeAll(async () => {
   copyFileSync(docsPath("markdown", "rust_book_src", "ch14-01-release-profiles.md"), profiles);
   copyFileSync(docsPath("pdf", "pdfplumber_test_pdfs", "hello_structure.pdf"), pdf);
   symlinkSync(outside, join(corpus, "escape.md"));
-  // The ingest root defaults to the working directory.
-  ingest = await connect(["--allow-ingest"], { cwd: corpus });
+  // A relative ingest root is read from the working directory.
+  ingest = await connect(["--allow-ingest", "--ingest-root", "."], { cwd: corpus });
 });
 
 afterAll(async () => {

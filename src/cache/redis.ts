@@ -26,6 +26,7 @@
  * Invalid keys, TTLs and values still reject (programming errors), as for every backend.
  */
 import { createClient } from "redis";
+import { maskUrl, redactText } from "../secrets.js";
 import { decodeValue, encodeValue } from "./codec.js";
 import {
   type Cache,
@@ -77,15 +78,12 @@ class ReplyTimeoutError extends Error {
   }
 }
 
-/** `url` with any password replaced by `***`, for log messages. */
+/**
+ * `url` with any password and secret query parameter replaced by `***`, for log messages.
+ * @deprecated Use `maskUrl` from `secrets.ts`.
+ */
 export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "<invalid URL>";
-  }
+  return maskUrl(url);
 }
 
 /** Escapes the glob characters of a `SCAN MATCH` pattern. */
@@ -97,9 +95,9 @@ function message(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     const text = error.message || error.name;
-    return typeof code === "string" && !text.includes(code) ? `${code} ${text}` : text;
+    return redactText(typeof code === "string" && !text.includes(code) ? `${code} ${text}` : text);
   }
-  return String(error);
+  return redactText(String(error));
 }
 
 function positiveInteger(value: number | undefined, field: string, fallback: number): number {

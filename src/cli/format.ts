@@ -7,6 +7,7 @@ import { formatBytes } from "../extract/util.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 import { formatCitation } from "../retrieve/attribution.js";
+import { redactSecrets } from "../secrets.js";
 import type { KbCounts, KbRecord } from "../store/catalog.js";
 import { collectionOf, describeStore } from "../store/index.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
@@ -112,6 +113,10 @@ export function formatIngestSummary(s: IngestSummary): string {
       `${s.errors.length} errors, ${s.skipped.length} skipped`,
     `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached${s.embedded.reused ? `, ${s.embedded.reused} reused from sentence vectors` : ""}; ${(s.durationMs / 1000).toFixed(1)} s`,
   ];
+  if (s.stopped)
+    lines.push(
+      "stopped before the end: the counts above were committed; run the same command again to finish",
+    );
   for (const w of s.warnings) lines.push(`  warning ${w.path}: ${w.reason}`);
   for (const e of s.errors) lines.push(`  error   ${e.path}: ${e.reason}`);
   for (const p of s.removed) lines.push(`  removed ${p}`);
@@ -175,7 +180,7 @@ function explainLine(e: NonNullable<SearchResponse["results"][number]["explain"]
 
 /** Human-readable knowledge base description. */
 export function formatKb(kb: KbRecord, counts: KbCounts): string {
-  const c = kb.config;
+  const c = redactSecrets(kb.config);
   return [
     `name:       ${kb.name}`,
     `created:    ${kb.createdAt}`,

@@ -27,7 +27,7 @@ import { evaluateBeir } from "../eval/beir.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
-import { redactKbConfig } from "../store/index.js";
+import { errorText, redactSecrets } from "../secrets.js";
 import {
   type ChunkedDocument,
   formatChunks,
@@ -64,6 +64,12 @@ const weight =
       throw new InvalidArgumentError(`${name} must be a number >= 0`);
     return n;
   };
+
+/** Exit codes of a run stopped by a signal (128 + the signal's number, as shells report it). */
+const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> & Record<"SIGINT" | "SIGTERM", number> = {
+  SIGINT: 130,
+  SIGTERM: 143,
+};
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -109,13 +115,22 @@ function parseMode(value: string): RetrievalMode {
   return mode;
 }
 
-function open(command: Command): KnowledgeLayer {
+/**
+ * Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`). Only commands
+ * that write data pass `create`; the others refuse a missing one (see `OpenOptions.create`).
+ */
+function open(command: Command, create: boolean): KnowledgeLayer {
   const opts = command.optsWithGlobals() as { dataDir?: string };
-  return KnowledgeLayer.open({ dataDir: opts.dataDir });
+  return KnowledgeLayer.open({ dataDir: opts.dataDir, create });
 }
 
-async function withKl<T>(command: Command, fn: (kl: KnowledgeLayer) => Promise<T> | T): Promise<T> {
-  const kl = open(command);
+/** Runs `fn` with the data directory open (see {@link open}), closing it afterwards. */
+async function withKl<T>(
+  command: Command,
+  fn: (kl: KnowledgeLayer) => Promise<T> | T,
+  options: { create?: boolean } = {},
+): Promise<T> {
+  const kl = open(command, options.create === true);
   try {
     return await fn(kl);
   } finally {
@@ -363,34 +378,38 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
   )
   .option("--json", "print the configuration as JSON")
   .action(async (name: string, o, command: Command) => {
-    await withKl(command, (kl) => {
-      const record = kl.createKb(name, {
-        extraction: extractionOptions(o),
-        chunking: {
-          strategy: o.strategy as ChunkingStrategy | undefined,
-          chunkSize: o.chunkSize,
-          chunkOverlap: o.chunkOverlap,
-          minChunkSize: o.minChunkSize,
-          unit: (o.unit ?? (o.tokenizer ? "tokens" : undefined)) as SizeUnit | undefined,
-          tokenizer: o.tokenizer,
-          embeddingSemantic: embeddingSemanticOptions(o),
-        },
-        embedding: embeddingOption(o),
-        vectorStore: storeOption(o, "store"),
-        retrieval: {
-          mode: o.mode as RetrievalMode | undefined,
-          topK: o.topK,
-          analyzer: o.analyzer as Analyzer | undefined,
-          vectorWeight: o.vectorWeight,
-          keywordWeight: o.keywordWeight,
-          fusion: o.fusion as "rrf" | "weighted" | undefined,
-          minScore: o.minScore,
-          reranker: rerankerOption(o),
-        },
-      });
-      if (o.json) console.log(JSON.stringify(redactKbConfig(record.config), null, 2));
-      else console.log(`created knowledge base "${name}"\n${formatKb(record, kl.counts(name))}`);
-    });
+    await withKl(
+      command,
+      (kl) => {
+        const record = kl.createKb(name, {
+          extraction: extractionOptions(o),
+          chunking: {
+            strategy: o.strategy as ChunkingStrategy | undefined,
+            chunkSize: o.chunkSize,
+            chunkOverlap: o.chunkOverlap,
+            minChunkSize: o.minChunkSize,
+            unit: (o.unit ?? (o.tokenizer ? "tokens" : undefined)) as SizeUnit | undefined,
+            tokenizer: o.tokenizer,
+            embeddingSemantic: embeddingSemanticOptions(o),
+          },
+          embedding: embeddingOption(o),
+          vectorStore: storeOption(o, "store"),
+          retrieval: {
+            mode: o.mode as RetrievalMode | undefined,
+            topK: o.topK,
+            analyzer: o.analyzer as Analyzer | undefined,
+            vectorWeight: o.vectorWeight,
+            keywordWeight: o.keywordWeight,
+            fusion: o.fusion as "rrf" | "weighted" | undefined,
+            minScore: o.minScore,
+            reranker: rerankerOption(o),
+          },
+        });
+        if (o.json) console.log(JSON.stringify(redactSecrets(record.config), null, 2));
+        else console.log(`created knowledge base "${name}"\n${formatKb(record, kl.counts(name))}`);
+      },
+      { create: true },
+    );
   });
 
 kb.command("list")
@@ -406,7 +425,7 @@ kb.command("list")
               name: k.name,
               createdAt: k.createdAt,
               ...k.counts,
-              config: redactKbConfig(k.config),
+              config: redactSecrets(k.config),
             })),
             null,
             2,
@@ -432,7 +451,7 @@ kb.command("show")
       const record = kl.getKb(name);
       const counts = kl.counts(name);
       if (o.json)
-        console.log(JSON.stringify({ ...record, config: redactKbConfig(record.config), counts }, null, 2));
+        console.log(JSON.stringify({ ...record, config: redactSecrets(record.config), counts }, null, 2));
       else console.log(formatKb(record, counts));
     });
   });
@@ -534,24 +553,53 @@ program
   .option("--no-embed", "index for keyword search only (no vectors)")
   .option("--json", "print the summary as JSON")
   .action(async (paths: string[], o, command: Command) => {
-    await withKl(command, async (kl) => {
-      const progress = ProgressReporter.forStderr(Boolean(o.json));
-      try {
-        const summary = await kl.ingest(paths, {
-          kb: o.kb,
-          embed: o.embed,
-          onProgress: (e) => progress.update(e),
-        });
-        progress.stop();
-        if (o.json) console.log(JSON.stringify(summary, null, 2));
-        else console.log(formatIngestSummary(summary));
-        // Exit 1 when nothing could be ingested: every source failed, or every path was skipped.
-        const ingested = summary.added + summary.updated + summary.unchanged;
-        if (ingested === 0 && (summary.errors.length > 0 || summary.skipped.length > 0)) process.exitCode = 1;
-      } finally {
-        progress.stop();
+    // SIGINT/SIGTERM stop the run between sources and batches; a second one exits at once.
+    const stop = new AbortController();
+    let stoppedBy: NodeJS.Signals | undefined;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stoppedBy) {
+        process.stderr.write(`\nkl ingest: ${signal} again: exiting now\n`);
+        process.exit(SIGNAL_EXIT[signal]);
       }
-    });
+      stoppedBy = signal;
+      process.stderr.write(
+        `\nkl ingest: ${signal}: stopping after the current batch (send it again to exit now)\n`,
+      );
+      stop.abort();
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    try {
+      await withKl(
+        command,
+        async (kl) => {
+          const progress = ProgressReporter.forStderr(Boolean(o.json));
+          try {
+            const summary = await kl.ingest(paths, {
+              kb: o.kb,
+              embed: o.embed,
+              onProgress: (e) => progress.update(e),
+              signal: stop.signal,
+            });
+            progress.stop();
+            if (o.json) console.log(JSON.stringify(summary, null, 2));
+            else console.log(formatIngestSummary(summary));
+            // Exit 1 when nothing could be ingested: every source failed, or every path was skipped.
+            const ingested = summary.added + summary.updated + summary.unchanged;
+            if (ingested === 0 && (summary.errors.length > 0 || summary.skipped.length > 0))
+              process.exitCode = 1;
+          } finally {
+            progress.stop();
+          }
+        },
+        { create: true },
+      );
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+    // A stopped run exits as the signal would have: 130 (SIGINT), 143 (SIGTERM).
+    if (stoppedBy) process.exitCode = SIGNAL_EXIT[stoppedBy];
   });
 
 program
@@ -699,39 +747,43 @@ evalCmd
   .option("--split <name>", "qrels split (default test, else dev)")
   .option("--json", "print JSON")
   .action(async (dir: string, o, command: Command) => {
-    await withKl(command, async (kl) => {
-      const progress = ProgressReporter.forStderr(Boolean(o.json));
-      const report = await evaluateBeir(kl, dir, {
-        split: o.split,
-        modes: o.mode,
-        kb: o.kb,
-        chunkSize: o.chunkSize,
-        limit: o.limit,
-        analyzer: o.analyzer as Analyzer | undefined,
-        onProgress: (e) => progress.update(e),
-      });
-      progress.stop();
-      if (o.json) {
-        console.log(JSON.stringify(report, null, 2));
-        return;
-      }
-      const ing = report.ingest[0];
-      if (ing) {
+    await withKl(
+      command,
+      async (kl) => {
+        const progress = ProgressReporter.forStderr(Boolean(o.json));
+        const report = await evaluateBeir(kl, dir, {
+          split: o.split,
+          modes: o.mode,
+          kb: o.kb,
+          chunkSize: o.chunkSize,
+          limit: o.limit,
+          analyzer: o.analyzer as Analyzer | undefined,
+          onProgress: (e) => progress.update(e),
+        });
+        progress.stop();
+        if (o.json) {
+          console.log(JSON.stringify(report, null, 2));
+          return;
+        }
+        const ing = report.ingest[0];
+        if (ing) {
+          console.log(
+            `ingest: ${report.documents} documents, ${ing.added + ing.updated} (re)indexed, ${ing.unchanged} unchanged, ` +
+              `${ing.embedded.computed} embedded, ${ing.embedded.cached} from cache, ${(ing.durationMs / 1000).toFixed(1)} s`,
+          );
+        }
+        console.log(`dataset ${report.dataset} (kb ${report.kb})`);
         console.log(
-          `ingest: ${report.documents} documents, ${ing.added + ing.updated} (re)indexed, ${ing.unchanged} unchanged, ` +
-            `${ing.embedded.computed} embedded, ${ing.embedded.cached} from cache, ${(ing.durationMs / 1000).toFixed(1)} s`,
+          "mode          queries  nDCG@10  Recall@100  MRR@10  ms/query  p50 ms  p95 ms  cached p50/p95 ms",
         );
-      }
-      console.log(`dataset ${report.dataset} (kb ${report.kb})`);
-      console.log(
-        "mode          queries  nDCG@10  Recall@100  MRR@10  ms/query  p50 ms  p95 ms  cached p50/p95 ms",
-      );
-      for (const r of report.results) {
-        console.log(
-          `${r.mode.padEnd(13)} ${String(r.queries).padStart(7)}  ${r.ndcg10.toFixed(4)}  ${r.recall100.toFixed(4).padStart(10)}  ${r.mrr10.toFixed(4)}  ${r.msPerQuery.toFixed(1).padStart(8)}  ${r.latency.p50.toFixed(1).padStart(6)}  ${r.latency.p95.toFixed(1).padStart(6)}  ${r.latency.warmP50.toFixed(2)}/${r.latency.warmP95.toFixed(2)}`,
-        );
-      }
-    });
+        for (const r of report.results) {
+          console.log(
+            `${r.mode.padEnd(13)} ${String(r.queries).padStart(7)}  ${r.ndcg10.toFixed(4)}  ${r.recall100.toFixed(4).padStart(10)}  ${r.mrr10.toFixed(4)}  ${r.msPerQuery.toFixed(1).padStart(8)}  ${r.latency.p50.toFixed(1).padStart(6)}  ${r.latency.p95.toFixed(1).padStart(6)}  ${r.latency.warmP50.toFixed(2)}/${r.latency.warmP95.toFixed(2)}`,
+          );
+        }
+      },
+      { create: true },
+    );
   });
 
 registerServeCommands(program);
@@ -746,9 +798,9 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   if (error instanceof KnowledgeLayerError) {
-    console.error(`kl: ${error.message}`);
+    console.error(`kl: ${errorText(error)}`);
   } else {
-    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    console.error(errorText(error, true));
   }
   process.exitCode = 1;
 });

@@ -28,8 +28,8 @@ interface McpCommandOptions {
  * Registers `kl mcp` on the CLI program: a Model Context Protocol server over
  * stdio (default) or streamable HTTP (`--http`), exposing the tools
  * search_knowledge, list_knowledge_bases, get_document and, on stdio with
- * `--allow-ingest` only, ingest_path (confined to `--ingest-root`, default the
- * current directory). On stdio, stdout carries protocol messages only; logs go
+ * `--allow-ingest` only, ingest_path (confined to `--ingest-root`, which is then
+ * required and may be neither `/` nor the home directory; usage errors exit 2). On stdio, stdout carries protocol messages only; logs go
  * to stderr. The data directory is the global `--data-dir` (or `$KL_HOME`).
  */
 export function registerMcpCommand(program: Command): void {
@@ -44,20 +44,36 @@ export function registerMcpCommand(program: Command): void {
     .option("--allow-ingest", "stdio only: offer the ingest_path tool, which writes to the knowledge bases")
     .option(
       "--ingest-root <dir>",
-      "with --allow-ingest: folder ingest_path is confined to (default: the current directory)",
+      "required with --allow-ingest: the folder ingest_path is confined to (not / or the home directory)",
     )
     .action(async (o: McpCommandOptions, command: Command) => {
       if (o.http && o.allowIngest)
         throw new KnowledgeLayerError("mcp: --allow-ingest works over stdio only, not with --http");
+      if (o.allowIngest && o.ingestRoot === undefined)
+        command.error(
+          "kl mcp: --allow-ingest needs --ingest-root <dir>, the folder ingest_path may read (it is not the current directory by default)",
+          { exitCode: 2, code: "kl.usage" },
+        );
       if (!o.http && (o.port !== undefined || o.host !== undefined))
         throw new KnowledgeLayerError("mcp: --port and --host need --http");
       if (o.ingestRoot !== undefined && !o.allowIngest)
         throw new KnowledgeLayerError("mcp: --ingest-root needs --allow-ingest");
-      const ingestRoot = o.allowIngest ? resolveIngestRoot(o.ingestRoot ?? process.cwd()) : undefined;
+      let ingestRoot: string | undefined;
+      if (o.allowIngest && o.ingestRoot !== undefined) {
+        try {
+          ingestRoot = resolveIngestRoot(o.ingestRoot);
+        } catch (err) {
+          command.error(`kl mcp: --ingest-root: ${(err as Error).message}`, {
+            exitCode: 2,
+            code: "kl.usage",
+          });
+        }
+      }
       const version = program.version();
       const { dataDir } = command.optsWithGlobals() as { dataDir?: string };
       // A server must keep answering while a model runs: inference off the main thread.
-      const kl = KnowledgeLayer.open({ dataDir, offThread: true });
+      // Read-only tools need existing data; only an ingesting server may create the data directory.
+      const kl = KnowledgeLayer.open({ dataDir, offThread: true, create: Boolean(ingestRoot) });
       const log = (message: string): void => {
         process.stderr.write(`kl mcp: ${message}\n`);
       };

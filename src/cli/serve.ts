@@ -10,6 +10,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KnowledgeLayerError } from "../errors.js";
 import { KnowledgeLayer } from "../knowledge-layer.js";
+import { errorForLog, errorText } from "../secrets.js";
 import { buildServer, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from "../server/app.js";
 import { createApiKey, listApiKeys, revokeApiKey, tenantScope } from "../server/tenancy.js";
 
@@ -31,11 +32,14 @@ const port = (value: string): number => {
   return n;
 };
 
-/** Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`). */
-function open(command: Command, offThread = false): KnowledgeLayer {
+/**
+ * Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`); with
+ * `create` false a missing one is an error and nothing is created.
+ */
+function open(command: Command, offThread = false, create = true): KnowledgeLayer {
   const opts = command.optsWithGlobals() as { dataDir?: string };
   // Tenants never share cached embeddings: cache hits would tell one what another holds.
-  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread, cacheScope: tenantScope });
+  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread, cacheScope: tenantScope, create });
 }
 
 /** Prints a new key for `tenant`. */
@@ -103,7 +107,7 @@ export function registerServeCommands(program: Command): void {
           maxFiles: o.maxFiles,
           bodyLimit: o.bodyLimitKb === undefined ? undefined : o.bodyLimitKb * 1024,
           allowTenantServices: Boolean(o.allowTenantServices),
-          logger: o.logLevel === "silent" ? false : { level: o.logLevel },
+          logger: o.logLevel === "silent" ? false : { level: o.logLevel, serializers: { err: errorForLog } },
         });
         const address = await app.listen({ host: o.host, port: o.port });
         console.error(
@@ -129,7 +133,7 @@ export function registerServeCommands(program: Command): void {
           );
           void app
             .close()
-            .catch((error: unknown) => console.error(`kl serve: error while stopping: ${String(error)}`))
+            .catch((error: unknown) => console.error(`kl serve: error while stopping: ${errorText(error)}`))
             .finally(() => kl.close().finally(resolve));
         };
         process.on("SIGINT", stop);
@@ -160,7 +164,7 @@ export function registerServeCommands(program: Command): void {
     .option("--tenant <tenant>", "only this tenant's keys")
     .option("--json", "print JSON")
     .action(async (o, command: Command) => {
-      const kl = open(command);
+      const kl = open(command, false, false);
       try {
         const keys = listApiKeys(kl.db, o.tenant);
         if (o.json) console.log(JSON.stringify(keys, null, 2));
@@ -176,7 +180,7 @@ export function registerServeCommands(program: Command): void {
     .argument("<id>", "key id (from kl apikey list)")
     .description("delete an API key; requests with it get 401 from then on")
     .action(async (id: string, _o, command: Command) => {
-      const kl = open(command);
+      const kl = open(command, false, false);
       try {
         if (!revokeApiKey(kl.db, id))
           throw new KnowledgeLayerError(`unknown API key id "${id}" (see kl apikey list)`);

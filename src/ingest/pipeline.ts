@@ -10,6 +10,7 @@ import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
 import type { Bm25Index } from "../retrieve/bm25.js";
+import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
 import type { VectorRecord, VectorStore } from "../store/contract.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
@@ -61,6 +62,12 @@ export interface IngestSummary {
    */
   embedded: { computed: number; cached: number; reused: number };
   durationMs: number;
+  /**
+   * True when the run was stopped by its `signal` before it finished: the counts
+   * are what was committed; sources not reached keep their previous state (a
+   * source is always fully old or fully new) and the next run continues with them.
+   */
+  stopped?: boolean;
 }
 
 /** Progress events for a progress bar. */
@@ -91,6 +98,12 @@ export interface IngestContext {
   /** Vector collection of the knowledge base. */
   collection: string;
   onProgress?: (event: IngestProgress) => void;
+  /**
+   * Stops the run when aborted, checked between sources and before each batch is
+   * embedded: batches already embedded are committed, sources prepared but not yet
+   * embedded are left for the next run, and the summary says `stopped`.
+   */
+  signal?: AbortSignal;
 }
 
 /** One unit of ingest: a file (or Slack export, or in-memory document) and the documents it yields. */
@@ -193,7 +206,12 @@ export async function ingestPaths(ctx: IngestContext, paths: string[], embed = t
   const { sources, skipped } = await discoverSources(paths);
   const units: SourceUnit[] = [];
   const errors: IngestIssue[] = [];
+  let stopped = false;
   for (const source of sources) {
+    if (ctx.signal?.aborted) {
+      stopped = true;
+      break;
+    }
     try {
       const contentHash = await hashPath(source.path);
       units.push({
@@ -207,6 +225,14 @@ export async function ingestPaths(ctx: IngestContext, paths: string[], embed = t
     }
   }
   const summary = await ingestUnits(ctx, units, embed);
+  if (stopped || summary.stopped) {
+    // Stopped: the sources not reached are neither counted nor removed.
+    summary.stopped = true;
+    summary.errors.unshift(...errors);
+    summary.files += errors.length;
+    summary.durationMs = Date.now() - started;
+    return summary;
+  }
   // Mirror the given folders: sources no longer found there leave the KB.
   const found = new Set(sources.map((s) => s.path));
   const gone = new Set<string>();
@@ -332,11 +358,19 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 
   let pending: PreparedUnit[] = [];
   let pendingChunks = 0;
+  let stopped = false;
   // After the vector store fails once, the rest of the run stops embedding: its sources are
   // stored for keyword search (not embedded) and are embedded by the next ingest.
   const store: { failure?: string } = {};
   const flush = async (): Promise<void> => {
     if (pending.length === 0) return;
+    if (ctx.signal?.aborted) {
+      // Stopped before embedding: these sources are not committed (the next run does them).
+      stopped = true;
+      pending = [];
+      pendingChunks = 0;
+      return;
+    }
     const embedNow = embed && store.failure === undefined;
     if (embedNow && ctx.embedder) {
       // Chunks that carry a usable vector (embedding_semantic) are not embedded again.
@@ -380,6 +414,10 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 
   let done = 0;
   for (const unit of units) {
+    if (ctx.signal?.aborted) {
+      stopped = true;
+      break;
+    }
     const existing = catalog.documentsByPath(kb, unit.path);
     const unchanged =
       existing.length > 0 &&
@@ -419,6 +457,11 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path });
   }
   await flush();
+  if (stopped) {
+    summary.stopped = true;
+    // Sources with an outcome: the ones not reached (or not committed) are not counted.
+    summary.files = summary.added + summary.updated + summary.unchanged + summary.errors.length;
+  }
   if (counted) {
     summary.embedded.computed = counted.stats.misses - statsBefore.misses;
     summary.embedded.cached = counted.stats.hits - statsBefore.hits;
@@ -588,5 +631,6 @@ async function commitUnit(
 
 function errorReason(error: unknown): string {
   if (error instanceof ExtractionError) return error.reason;
-  return error instanceof Error ? error.message : String(error);
+  // Reasons are printed and sent (CLI, HTTP jobs, MCP): a store's connection string stays masked.
+  return redactText(error instanceof Error ? error.message : String(error));
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { KnowledgeLayerError } from "../errors.js";
 import type { KnowledgeLayer } from "../knowledge-layer.js";
+import { errorText } from "../secrets.js";
 import { createKnowledgeServer, type KnowledgeServerOptions } from "./server.js";
 
 /** Options of {@link serveHttp}. */
@@ -80,7 +81,7 @@ export async function serveHttp(kl: KnowledgeLayer, options: HttpMcpOptions = {}
 
   const http = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      log(`request failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      log(`request failed: ${errorText(err, true)}`);
       if (!res.headersSent) reply(res, 500, "internal server error");
       else res.end();
     });

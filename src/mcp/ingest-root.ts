@@ -1,11 +1,15 @@
 import { realpathSync, statSync } from "node:fs";
 import { realpath } from "node:fs/promises";
-import { isAbsolute, relative, resolve, sep } from "node:path";
+import { homedir } from "node:os";
+import { isAbsolute, parse, relative, resolve, sep } from "node:path";
 import { KnowledgeLayerError } from "../errors.js";
 
 /**
- * Resolves the ingest root of an MCP server (symbolic links resolved).
- * @throws KnowledgeLayerError when it does not exist or is not a folder.
+ * Resolves the ingest root of an MCP server (symbolic links resolved). A
+ * filesystem root (`/`, `C:\\`) and the home directory are refused: a client could
+ * then ingest (and read back through search) every file of the machine or the
+ * user, keys and mail included.
+ * @throws KnowledgeLayerError when it does not exist, is not a folder, or is `/` or the home directory.
  */
 export function resolveIngestRoot(dir: string): string {
   let real: string;
@@ -15,7 +19,25 @@ export function resolveIngestRoot(dir: string): string {
     throw new KnowledgeLayerError(`ingest root does not exist: ${dir}`);
   }
   if (!statSync(real).isDirectory()) throw new KnowledgeLayerError(`ingest root is not a folder: ${dir}`);
+  if (parse(real).root === real)
+    throw new KnowledgeLayerError(
+      `refusing ingest root ${dir}: it is the filesystem root; give the folder of the documents to ingest`,
+    );
+  if (real === realHome())
+    throw new KnowledgeLayerError(
+      `refusing ingest root ${dir}: it is the home directory; give the folder of the documents to ingest`,
+    );
   return real;
+}
+
+/** The home directory with links resolved (as given when it cannot be resolved). */
+function realHome(): string {
+  const home = homedir();
+  try {
+    return realpathSync(home);
+  } catch {
+    return resolve(home);
+  }
 }
 
 /** True when `path` is `root` or lies under it (both absolute, normalised). */

@@ -9,6 +9,7 @@ import { DEFAULT_KB } from "../config.js";
 import { KnowledgeLayerError } from "../errors.js";
 import type { IngestSummary } from "../ingest/pipeline.js";
 import type { KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
+import { errorText } from "../secrets.js";
 import type { DocumentRecord } from "../store/catalog.js";
 import { textPage } from "../text-page.js";
 import { formatIngestText, formatSearchText } from "./format.js";
@@ -75,9 +76,8 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
     try {
       return await body();
     } catch (err) {
-      if (!(err instanceof KnowledgeLayerError))
-        log(`${tool} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-      return errorResult(err instanceof Error ? err.message : String(err));
+      if (!(err instanceof KnowledgeLayerError)) log(`${tool} failed: ${errorText(err, true)}`);
+      return errorResult(errorText(err));
     }
   };
 

@@ -30,8 +30,8 @@ import { extractBytes } from "../extract/index.js";
 import type { DeepPartial, KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
 import { createReranker } from "../rerank/index.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
+import { redactSecrets } from "../secrets.js";
 import type { KbRecord } from "../store/catalog.js";
-import { redactKbConfig } from "../store/index.js";
 import { type Agent, AgentStore, type AttachmentRetrievalConfig, overridesOf } from "./agents.js";
 import { AgentConversations, type ContextRequest, type TurnInput } from "./conversations.js";
 import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
@@ -800,22 +800,6 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   });
 
   return app;
-}
-
-/**
- * A KB config fit to send: `redactKbConfig` (embedding and store keys, URL
- * passwords) plus the API keys of a Cohere/LLM reranker and of LLM query expansion.
- */
-function redactSecrets(config: KnowledgeBaseConfig): KnowledgeBaseConfig {
-  const out = redactKbConfig(config);
-  const { reranker, expansionLlm } = out.retrieval;
-  if ("apiKey" in reranker && reranker.apiKey) {
-    out.retrieval = { ...out.retrieval, reranker: { ...reranker, apiKey: "***" } };
-  }
-  if (expansionLlm?.apiKey) {
-    out.retrieval = { ...out.retrieval, expansionLlm: { ...expansionLlm, apiKey: "***" } };
-  }
-  return out;
 }
 
 /**

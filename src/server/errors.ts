@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ConfigError, KnowledgeLayerError } from "../errors.js";
+import { redactText } from "../secrets.js";
 import { tenantText } from "./tenancy.js";
 
 /**
@@ -100,7 +101,8 @@ export function installErrorHandlers(
   app.setErrorHandler((error: FastifyError & { validationContext?: string }, request, reply) => {
     const send = (status: number, body: ErrorBody): FastifyReply => {
       const tenant = request.tenant;
-      const out: ErrorBody = { error: tenant ? tenantText(body.error, tenant) : body.error };
+      const text = redactText(body.error);
+      const out: ErrorBody = { error: tenant ? tenantText(text, tenant) : text };
       if (body.field) out.field = body.field;
       return reply.code(status).send(out);
     };

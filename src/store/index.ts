@@ -1,5 +1,6 @@
 import type { KnowledgeBaseConfig, VectorStoreConfig } from "../config.js";
 import { ConfigError } from "../errors.js";
+import { maskUrl, redactSecrets } from "../secrets.js";
 import type { VectorStore } from "./contract.js";
 import type { Db } from "./database.js";
 import { SqliteVectorStore } from "./sqlite-vector-store.js";
@@ -68,20 +69,6 @@ export function describeStore(config: VectorStoreConfig): string {
   return parts.join(" ");
 }
 
-/** `url` with its password replaced by `***`. */
-export function maskUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    for (const key of [...u.searchParams.keys()]) {
-      if (/pass|secret|token|key/i.test(key)) u.searchParams.set(key, "***");
-    }
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
-
 function required(config: VectorStoreConfig, field: "url" | "index"): string {
   const value = config[field];
   if (!value) throw new ConfigError(`vectorStore.${field} is required for ${config.type}`);
@@ -94,14 +81,10 @@ function env(name: string): string | undefined {
 }
 
 /**
- * A copy of a KB config fit to print: API keys replaced by `***` and URL
- * passwords masked (`kb show --json`, `kb list --json`).
+ * A copy of a KB config fit to print: every secret field masked and URL
+ * credentials hidden.
+ * @deprecated Use {@link redactSecrets} (from `secrets.ts`), which masks every secret of any object.
  */
 export function redactKbConfig<T extends { vectorStore: VectorStoreConfig }>(config: T): T {
-  const vectorStore: VectorStoreConfig = { ...config.vectorStore };
-  if (vectorStore.apiKey) vectorStore.apiKey = "***";
-  if (vectorStore.url) vectorStore.url = maskUrl(vectorStore.url);
-  const out = { ...config, vectorStore } as T & { embedding?: { apiKey?: string } };
-  if (out.embedding?.apiKey) out.embedding = { ...out.embedding, apiKey: "***" };
-  return out;
+  return redactSecrets(config);
 }
