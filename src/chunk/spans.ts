@@ -79,9 +79,16 @@ export function sizeOf(
 }
 
 /**
- * True for characters that never need to be covered by a chunk and are trimmed
- * from span edges: Unicode white space (as JavaScript `\s`, plus U+0085) and the
- * invisible format characters U+180E, U+200B–U+200D and U+2060.
+ * True for the characters that never need to be covered by a chunk and are
+ * trimmed from span edges: the Unicode `White_Space` property (Unicode 15.1
+ * PropList.txt: U+0009–U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000–U+200A,
+ * U+2028, U+2029, U+202F, U+205F, U+3000) plus U+200B ZERO WIDTH SPACE, which
+ * carries no content of its own (only a line-break opportunity, UAX #14 class ZW)
+ * and which the conformance case B13 requires to count as blank (a text of
+ * spaces and U+200B gives no chunk). Every other format character is text and
+ * always lies in a chunk: the zero-width joiner and non-joiner (U+200D, U+200C,
+ * parts of emoji and Indic sequences), U+2060, U+180E, the BOM U+FEFF (which
+ * JavaScript's `\s` and `trim()` do match), variation selectors and tag characters.
  */
 export function isBlank(code: number): boolean {
   if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
@@ -90,15 +97,13 @@ export function isBlank(code: number): boolean {
     code === 0x85 ||
     code === 0xa0 ||
     code === 0x1680 ||
-    code === 0x180e ||
-    (code >= 0x2000 && code <= 0x200d) ||
+    (code >= 0x2000 && code <= 0x200a) ||
     code === 0x2028 ||
     code === 0x2029 ||
     code === 0x202f ||
     code === 0x205f ||
-    code === 0x2060 ||
     code === 0x3000 ||
-    code === 0xfeff
+    code === 0x200b
   );
 }
 
