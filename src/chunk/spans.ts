@@ -454,13 +454,15 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
     const body = doc.text.slice(a.start, end);
     const text = withContext(a.contextPrefix, body);
     if (limits.measure.count(text) > limits.size) return undefined;
-    return { ...a, end, text };
+    return { ...a, end, text, metadata: mergedMetadata(a, b) };
   };
   // A short preamble before the first heading, or a markup-only tail (an HTML anchor or comment
   // placed just above the next heading), joins the following section under its heading path.
   const mergePreamble = (a: Chunk, b: Chunk): Chunk | undefined => {
     if (a.chunkType !== "section" || b.chunkType !== "section") return undefined;
-    const preamble = ((a.metadata.headingPath as string[] | undefined) ?? []).length === 0;
+    const preamble =
+      ((a.metadata.headingPath as string[] | undefined) ?? []).length === 0 &&
+      a.metadata.headings === undefined;
     if (!preamble && !MARKUP_ONLY.test(doc.text.slice(a.start, a.end))) return undefined;
     const body = doc.text.slice(a.start, b.end);
     const text = withContext(b.contextPrefix, body);
@@ -489,6 +491,25 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
     i++;
   }
   return out;
+}
+
+/**
+ * Metadata of chunk `a` merged with its neighbour `b`: `a`'s, and when either
+ * covers several sections (`metadata.headings`), the headings of both in order
+ * (a chunk without `headings` covers its own `headingPath`), without repeats.
+ */
+function mergedMetadata(a: Chunk, b: Chunk): Record<string, unknown> {
+  const covered = (c: Chunk): string[][] | undefined => c.metadata.headings as string[][] | undefined;
+  if (covered(a) === undefined && covered(b) === undefined) return a.metadata;
+  const all = [a, b].flatMap((c) => covered(c) ?? [(c.metadata.headingPath as string[] | undefined) ?? []]);
+  const seen = new Set<string>();
+  const headings = all.filter((p) => {
+    const key = p.join("\u0000");
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  return { ...a.metadata, headings };
 }
 
 function sameHeadingPath(a: Chunk, b: Chunk): boolean {
