@@ -82,9 +82,14 @@ export function slackDoc(channel: string, messages: SlackMessage[]): ExtractedDo
   return doc(text, "slack", { channel, title: `#${channel}` }, segments);
 }
 
-const BLANK = /[\s\u0085\u180e\u200b-\u200d\u2060]/u;
+const BLANK = /[\p{White_Space}\u200b]/u;
 
-/** True when the character at `i` is white space or an invisible separator. */
+/**
+ * True when the character at `i` is blank as the chunkers define it (`isBlank` in
+ * src/chunk/spans.ts): Unicode White_Space, or U+200B ZERO WIDTH SPACE (blank per
+ * conformance case B13). Other format characters (ZWJ, ZWNJ, U+2060, BOM,
+ * variation selectors) are not blank: every one of them must lie in a chunk.
+ */
 export function isBlankChar(text: string, i: number): boolean {
   return BLANK.test(text.charAt(i));
 }

@@ -6,6 +6,7 @@
 import type { ChunkingConfig } from "../config.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 import type { Chunker } from "./contract.js";
+import { type MarkdownBlock, parseMarkdownBlocks } from "./markdown-blocks.js";
 import {
   bodyBudget,
   type ChunkLimits,
@@ -14,229 +15,10 @@ import {
   makeChunk,
   type Span,
   sizeOf,
-  skipBlankBackward,
-  skipBlankForward,
 } from "./spans.js";
-import { type Line, lineSpans, lineTable, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
+import { type Line, lineSpans, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
 
-/** Kinds of Markdown block recognised by {@link parseMarkdownBlocks}. */
-export type MarkdownBlockKind = "heading" | "fence" | "table" | "paragraph" | "frontmatter";
-
-/** A top-level Markdown block; `[start, end)` is trimmed of blank edges. */
-export interface MarkdownBlock extends Span {
-  kind: MarkdownBlockKind;
-  /** Heading level 1–6 (`heading` only). */
-  level?: number;
-  /** Heading text without `#` marks, closing hashes, `{#anchor}` attributes or `\r` (`heading` only). */
-  title?: string;
-  /** Header row and delimiter row, `\n`-joined and trimmed (`table` only). */
-  tableHeader?: string;
-  /** End offset of the delimiter row (`table` only). */
-  headerEnd?: number;
-}
-
-const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
-const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$/;
-const SETEXT = /^ {0,3}(=+|-{2,})[ \t]*$/;
-const NOT_SETEXT_PARA = /^(?: {4,}|\t| {0,3}(?:>|[-+*][ \t]|\d{1,9}[.)][ \t]|<))/;
-/** A whole line in capitals ending with a colon (`TERMS AND CONDITIONS:`), at least 3 letters, no lower case. */
-const CAPS_TITLE =
-  /^ {0,3}(?=(?:[^\p{Ll}\n]*?\p{Lu}){3})([\p{Lu}\p{N}][\p{Lu}\p{N} &/,'().-]{1,78}):[ \t]*$/u;
-/** The first character of the line `[start, end)` after up to 3 leading spaces (a tab or 4th space counts). */
-function firstNonSpace(text: string, start: number, end: number): string {
-  let i = start;
-  while (i < start + 3 && i < end && text.charCodeAt(i) === 32) i++;
-  return i < end ? text.charAt(i) : "";
-}
-
-/** True when the line `[start, end)` has only table-delimiter characters (`|`, `:`, `-`, spaces, tabs). */
-function onlyDelimiterChars(text: string, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c !== 124 && c !== 58 && c !== 45 && c !== 32 && c !== 9) return false;
-  }
-  return end > start;
-}
-
-/** True when the line `[start, end)` ends with `:` before optional trailing spaces/tabs. */
-function endsWithColon(text: string, start: number, end: number): boolean {
-  let i = end - 1;
-  while (i >= start && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i--;
-  return i >= start && text.charCodeAt(i) === 58;
-}
-
-const TABLE_DELIMITER = /^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$/;
-
-/** Cleans a raw heading text: closing `#`s, `{ #anchor }` attributes, surrounding blanks. */
-function headingTitle(raw: string): string {
-  return raw
-    .replace(/(?:^|[ \t]+)#+[ \t]*$/, "")
-    .replace(/\s*\{\s*[#.][^{}]*\}\s*$/, "")
-    .trim();
-}
-
-/**
- * Splits Markdown into top-level blocks: ATX and Setext headings, capitals-only
- * `TITLE:` lines (as headings one level below the last Markdown heading), fenced code
- * (``` or ~~~, length ≥ 3, closed by the same character with at least the same
- * length, or running to the end), GFM tables (header + delimiter row, then rows
- * containing `|`), YAML front matter, and paragraphs (everything else, up to a
- * blank line). `#` lines inside fences and front matter are not headings. CRLF
- * and CR line endings are handled; titles never contain `\r`.
- */
-export function parseMarkdownBlocks(text: string): MarkdownBlock[] {
-  // Line offsets in typed arrays: no object per line (this parser runs on every Markdown/HTML document).
-  const { count: n, starts: S, ends: E } = lineTable(text);
-  const blocks: MarkdownBlock[] = [];
-  const lt = (k: number): string => text.slice(S[k] as number, E[k] as number);
-  const push = (
-    kind: MarkdownBlockKind,
-    start: number,
-    end: number,
-    extra?: Partial<MarkdownBlock>,
-  ): void => {
-    const s = skipBlankForward(text, start, end);
-    const e = skipBlankBackward(text, end, s);
-    if (e <= s) return;
-    const block: MarkdownBlock = { start: s, end: e, kind };
-    if (extra) Object.assign(block, extra);
-    blocks.push(block);
-  };
-  let para: { start: number; end: number; firstEnd: number } | null = null;
-  // First `|` at or after the current line (lines are visited in order, so the search is linear overall).
-  let nextPipe = -2;
-  const lineHasPipe = (start: number, end: number): boolean => {
-    if (nextPipe !== -1 && nextPipe < start) nextPipe = text.indexOf("|", start);
-    return nextPipe !== -1 && nextPipe < end;
-  };
-  let table: MarkdownBlock | null = null;
-  const closePara = (): void => {
-    if (para) push("paragraph", para.start, para.end);
-    para = null;
-  };
-  const closeTable = (): void => {
-    if (table)
-      push("table", table.start, table.end, { tableHeader: table.tableHeader, headerEnd: table.headerEnd });
-    table = null;
-  };
-  let i = 0;
-  /** Level of the last ATX/Setext heading (0 before any). */
-  let markdownLevel = 0;
-  if (n > 0 && lt(0).trimEnd() === "---") {
-    for (let j = 1; j < n; j++) {
-      const t = lt(j).trimEnd();
-      if (t === "---" || t === "...") {
-        push("frontmatter", S[0] as number, E[j] as number);
-        i = j + 1;
-        break;
-      }
-    }
-  }
-  for (; i < n; i++) {
-    const ls = S[i] as number;
-    const le = E[i] as number;
-    if (skipBlankForward(text, ls, le) >= le) {
-      closePara();
-      closeTable();
-      continue;
-    }
-    // Cheap guards on the first non-space character keep the per-line regexes off most lines.
-    const lead = firstNonSpace(text, ls, le);
-    const fence = lead === "`" || lead === "~" ? FENCE_OPEN.exec(lt(i)) : null;
-    const marker = fence?.[1];
-    if (fence && marker && !(marker.startsWith("`") && (fence[2] ?? "").includes("`"))) {
-      closePara();
-      closeTable();
-      let end = E[n - 1] as number;
-      let j = i + 1;
-      for (; j < n; j++) {
-        const c = FENCE_CLOSE.exec(lt(j));
-        const close = c?.[1];
-        if (close && close[0] === marker[0] && close.length >= marker.length) {
-          end = E[j] as number;
-          break;
-        }
-      }
-      push("fence", ls, end);
-      i = j;
-      continue;
-    }
-    const atx = lead === "#" ? ATX.exec(lt(i)) : null;
-    if (atx) {
-      closePara();
-      closeTable();
-      markdownLevel = atx[1]?.length ?? 1;
-      push("heading", ls, le, { level: markdownLevel, title: headingTitle(atx[2] ?? "") });
-      continue;
-    }
-    const caps = table || !endsWithColon(text, ls, le) ? null : CAPS_TITLE.exec(lt(i));
-    if (caps) {
-      // Plain-text section titles nest under the current Markdown heading.
-      closePara();
-      const level = Math.min(6, markdownLevel + 1);
-      push("heading", ls, le, { level, title: (caps[1] ?? "").trim() });
-      continue;
-    }
-    const setext = lead === "=" || lead === "-" ? SETEXT.exec(lt(i)) : null;
-    const p = para as { start: number; end: number; firstEnd: number } | null;
-    if (setext && p && !NOT_SETEXT_PARA.test(text.slice(p.start, p.firstEnd))) {
-      const level = setext[1]?.startsWith("=") ? 1 : 2;
-      markdownLevel = level;
-      const title = headingTitle(
-        text
-          .slice(p.start, p.end)
-          .split(/\r\n|\r|\n/)
-          .map((s) => s.trim())
-          .join(" "),
-      );
-      push("heading", p.start, le, { level, title });
-      para = null;
-      continue;
-    }
-    const pipe = lineHasPipe(ls, le);
-    if (table) {
-      const tb = table as MarkdownBlock;
-      if (pipe) {
-        tb.end = le;
-        continue;
-      }
-      closeTable();
-    }
-    const hasNext = i + 1 < n;
-    if (
-      pipe &&
-      hasNext &&
-      onlyDelimiterChars(text, S[i + 1] as number, E[i + 1] as number) &&
-      TABLE_DELIMITER.test(lt(i + 1)) &&
-      lt(i + 1).includes("-")
-    ) {
-      const nt = lt(i + 1);
-      const t = lt(i);
-      const nextEnd = E[i + 1] as number;
-      if (nt.includes("|") || t.trim().startsWith("|")) {
-        closePara();
-        table = {
-          kind: "table",
-          start: ls,
-          end: nextEnd,
-          headerEnd: nextEnd,
-          tableHeader: `${t.trim()}\n${nt.trim()}`,
-        };
-        i++;
-        continue;
-      }
-    }
-    if (p) {
-      p.end = le;
-    } else {
-      para = { start: ls, end: le, firstEnd: le };
-    }
-  }
-  closePara();
-  closeTable();
-  return blocks;
-}
+export { type MarkdownBlock, type MarkdownBlockKind, parseMarkdownBlocks } from "./markdown-blocks.js";
 
 /** A heading section: its blocks and the heading path above and including it. */
 interface Section extends Span {
@@ -244,16 +26,33 @@ interface Section extends Span {
   path: string[];
   /** Heading level of the section (0 for text before the first heading). */
   level: number;
-  /** Set when small sibling sections were merged: their common parent path. */
-  merged?: string[];
-  /** Heading path of the first section of a merged group. */
-  firstPath?: string[];
+  /** Set when small sibling sections were merged: the heading path of each of them, in order. */
+  members?: string[][];
   /** Span of the last section merged into this one. */
   lastMember?: Span;
 }
 
-/** Groups blocks into sections (heading + content up to the next heading of any level). */
-function sectionsOf(blocks: MarkdownBlock[]): Section[] {
+/** The heading path above each heading block (its parent headings' titles), set by {@link sectionsOf}. */
+type ParentPaths = Map<MarkdownBlock, string[]>;
+
+/** The longest common leading part of heading paths (`[]` when they share none). */
+function commonPath(paths: readonly string[][]): string[] {
+  const [first, ...rest] = paths;
+  if (!first) return [];
+  let n = first.length;
+  for (const p of rest) {
+    let k = 0;
+    while (k < n && k < p.length && p[k] === first[k]) k++;
+    n = k;
+  }
+  return first.slice(0, n);
+}
+
+/**
+ * Groups blocks into sections (heading + content up to the next heading of any
+ * level), recording each heading's parent path in `parents`.
+ */
+function sectionsOf(blocks: MarkdownBlock[], parents: ParentPaths): Section[] {
   const sections: Section[] = [];
   const stack: { level: number; title: string }[] = [];
   let cur: Section | null = null;
@@ -261,6 +60,7 @@ function sectionsOf(blocks: MarkdownBlock[]): Section[] {
     if (b.kind === "heading") {
       const level = b.level ?? 1;
       while (stack.length > 0 && (stack[stack.length - 1]?.level ?? 0) >= level) stack.pop();
+      parents.set(b, stack.map((h) => h.title).filter(Boolean));
       stack.push({ level, title: b.title ?? "" });
       cur = {
         start: b.start,
@@ -338,8 +138,7 @@ function mergeSiblings(text: string, sections: Section[], limits: ChunkLimits): 
           blocks: [...prev.blocks, ...s.blocks],
           level: s.level,
           path: s.path,
-          merged: parent,
-          firstPath: prev.firstPath ?? prev.path,
+          members: [...(prev.members ?? [prev.path]), s.path],
           lastMember: { start: s.start, end: s.end },
         };
         continue;
@@ -399,43 +198,38 @@ function splitTable(
 }
 
 /**
- * `headingPath` of the chunks of a section. A merged sibling group takes its
- * parent's path; top-level siblings have no parent heading, and an empty path would
- * describe text before the first heading (a preamble, which joins the following
- * section), so they take the path of the first sibling: where the chunk starts.
+ * `headingPath` of the chunks of a section: its own path, or for a merged group
+ * of sibling sections the path they share (their parent's; `[]` for top-level
+ * siblings, which `metadata.headings` then names).
  */
 function headingPathOf(sec: Section): string[] {
-  if (!sec.merged) return sec.path;
-  return sec.merged.length > 0 ? sec.merged : (sec.firstPath ?? sec.path);
+  return sec.members ? commonPath(sec.members) : sec.path;
 }
 
 /** Chunks one section (or merged sibling group). */
-function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] {
-  // The prefix path: a merged group begins with its first sibling's heading line, so
-  // its prefix is the parent path (never a heading the body itself starts with).
-  const path = sec.merged ?? sec.path;
-  const prefix = pathPrefix(path, limits);
+function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: ChunkLimits): Chunk[] {
+  const headingPath = headingPathOf(sec);
+  const prefix = pathPrefix(headingPath, limits);
   const budget = bodyBudget(limits, prefix);
   const size = spanMeasurer(text, limits.measure);
-  const headingPath = headingPathOf(sec);
-  const metadata = (): Record<string, unknown> => ({ headingPath: [...headingPath] });
-  // A chunk that starts with the section's own heading line already shows that heading: its
-  // prefix is the parent path only, so the heading is not embedded twice.
-  const heading = !sec.merged && sec.blocks[0]?.kind === "heading" ? sec.blocks[0] : undefined;
-  let leading = 0;
-  while (sec.blocks[leading]?.kind === "heading") leading++;
-  const parentPrefix = heading
-    ? pathPrefix(path.slice(0, Math.max(0, path.length - leading)), limits)
-    : prefix;
-  const make = (span: Span, p: string): Chunk =>
-    makeChunk(text, span, "section", {
-      prefix: fitPrefix(
-        limits,
-        heading && span.start === heading.start && p === prefix ? parentPrefix : p,
-        text.slice(span.start, span.end),
-      ),
+  const metadata = (): Record<string, unknown> => {
+    const m: Record<string, unknown> = { headingPath: [...headingPath] };
+    if (sec.members) m.headings = sec.members.map((p) => [...p]);
+    return m;
+  };
+  // A chunk that starts with a heading line already shows that heading and the ones after it
+  // (carried parents, merged siblings): its prefix keeps only the part of the path above that
+  // first heading, so no heading — the document title included — is embedded twice.
+  const headingAt = new Map<number, MarkdownBlock>();
+  for (const b of sec.blocks) if (b.kind === "heading") headingAt.set(b.start, b);
+  const make = (span: Span, p: string): Chunk => {
+    const lead = p === prefix ? headingAt.get(span.start) : undefined;
+    const own = lead ? pathPrefix(commonPath([headingPath, parents.get(lead) ?? []]), limits) : p;
+    return makeChunk(text, span, "section", {
+      prefix: fitPrefix(limits, own, text.slice(span.start, span.end)),
       metadata: metadata(),
     });
+  };
   if (size(sec.start, sec.end) <= budget) return [make(sec, prefix)];
   const groups = pack(sec.blocks, budget, {
     size,
@@ -449,9 +243,11 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
     },
     split: (u, lead) => {
       if (u.kind === "table") return splitTable(text, u, lead, budget, prefix, limits);
-      const mode = u.kind === "fence" ? "lines" : "prose";
-      // Pieces of an oversized paragraph overlap like FIXED windows; fences are cut at lines without overlap.
-      const overlap = u.kind === "fence" ? 0 : Math.min(limits.overlap, Math.floor(budget / 2));
+      // Only a heading longer than the budget is ever cut, between its lines where it has several.
+      const lines = u.kind === "fence" || u.kind === "code" || u.kind === "heading";
+      const mode = lines ? "lines" : "prose";
+      // Pieces of an oversized paragraph overlap like FIXED windows; code and headings are cut without overlap.
+      const overlap = lines ? 0 : Math.min(limits.overlap, Math.floor(budget / 2));
       return splitRange(text, lead, u.end, { size: budget, mode, measure: limits.measure, overlap });
     },
   });
@@ -483,12 +279,13 @@ function chunkSection(text: string, sec: Section, limits: ChunkLimits): Chunk[] 
  * `text.length ≤ limits.size` as long as `limits.size` ≥ about 10.
  */
 export function chunkMarkdown(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
+  const parents: ParentPaths = new Map();
   const sections = mergeSiblings(
     doc.text,
-    carryEmptyHeadings(sectionsOf(parseMarkdownBlocks(doc.text))),
+    carryEmptyHeadings(sectionsOf(parseMarkdownBlocks(doc.text), parents)),
     limits,
   );
-  return sections.flatMap((s) => chunkSection(doc.text, s, limits));
+  return sections.flatMap((s) => chunkSection(doc.text, s, parents, limits));
 }
 
 /**

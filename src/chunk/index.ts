@@ -23,7 +23,7 @@ import { type ChunkFn, defineChunker } from "./spans.js";
 // (each is documented where it is defined).
 export { chunkCode, createCodeChunker } from "./code.js";
 export type { Chunker, ChunkerFactory } from "./contract.js";
-export { chunkMarkdown, createDocumentChunker, type MarkdownBlock, parseMarkdownBlocks } from "./document.js";
+export { chunkMarkdown, createDocumentChunker } from "./document.js";
 export { chunkEmail, createEmailChunker, emailHeaderBlock, quotedSpans } from "./email.js";
 export {
   chunkEmbeddingSemantic,
@@ -36,6 +36,13 @@ export {
   semanticBreakpoints,
 } from "./embedding-semantic.js";
 export { chunkFixed, createFixedChunker } from "./fixed.js";
+export {
+  firstHeadingTitle,
+  type MarkdownBlock,
+  type MarkdownBlockKind,
+  markdownHeadings,
+  parseMarkdownBlocks,
+} from "./markdown-blocks.js";
 export { chunkSemantic, createSemanticChunker } from "./semantic.js";
 export { type SentenceSpanOptions, sentenceBoundaries, sentenceSpans, splitSentences } from "./sentences.js";
 export { chunkSlack, createSlackChunker, SLACK_MAX_GAP_SECONDS } from "./slack.js";

@@ -79,9 +79,16 @@ export function sizeOf(
 }
 
 /**
- * True for characters that never need to be covered by a chunk and are trimmed
- * from span edges: Unicode white space (as JavaScript `\s`, plus U+0085) and the
- * invisible format characters U+180E, U+200B–U+200D and U+2060.
+ * True for the characters that never need to be covered by a chunk and are
+ * trimmed from span edges: the Unicode `White_Space` property (Unicode 15.1
+ * PropList.txt: U+0009–U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000–U+200A,
+ * U+2028, U+2029, U+202F, U+205F, U+3000) plus U+200B ZERO WIDTH SPACE, which
+ * carries no content of its own (only a line-break opportunity, UAX #14 class ZW)
+ * and which the conformance case B13 requires to count as blank (a text of
+ * spaces and U+200B gives no chunk). Every other format character is text and
+ * always lies in a chunk: the zero-width joiner and non-joiner (U+200D, U+200C,
+ * parts of emoji and Indic sequences), U+2060, U+180E, the BOM U+FEFF (which
+ * JavaScript's `\s` and `trim()` do match), variation selectors and tag characters.
  */
 export function isBlank(code: number): boolean {
   if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
@@ -90,15 +97,13 @@ export function isBlank(code: number): boolean {
     code === 0x85 ||
     code === 0xa0 ||
     code === 0x1680 ||
-    code === 0x180e ||
-    (code >= 0x2000 && code <= 0x200d) ||
+    (code >= 0x2000 && code <= 0x200a) ||
     code === 0x2028 ||
     code === 0x2029 ||
     code === 0x202f ||
     code === 0x205f ||
-    code === 0x2060 ||
     code === 0x3000 ||
-    code === 0xfeff
+    code === 0x200b
   );
 }
 
@@ -449,13 +454,15 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
     const body = doc.text.slice(a.start, end);
     const text = withContext(a.contextPrefix, body);
     if (limits.measure.count(text) > limits.size) return undefined;
-    return { ...a, end, text };
+    return { ...a, end, text, metadata: mergedMetadata(a, b) };
   };
   // A short preamble before the first heading, or a markup-only tail (an HTML anchor or comment
   // placed just above the next heading), joins the following section under its heading path.
   const mergePreamble = (a: Chunk, b: Chunk): Chunk | undefined => {
     if (a.chunkType !== "section" || b.chunkType !== "section") return undefined;
-    const preamble = ((a.metadata.headingPath as string[] | undefined) ?? []).length === 0;
+    const preamble =
+      ((a.metadata.headingPath as string[] | undefined) ?? []).length === 0 &&
+      a.metadata.headings === undefined;
     if (!preamble && !MARKUP_ONLY.test(doc.text.slice(a.start, a.end))) return undefined;
     const body = doc.text.slice(a.start, b.end);
     const text = withContext(b.contextPrefix, body);
@@ -484,6 +491,25 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
     i++;
   }
   return out;
+}
+
+/**
+ * Metadata of chunk `a` merged with its neighbour `b`: `a`'s, and when either
+ * covers several sections (`metadata.headings`), the headings of both in order
+ * (a chunk without `headings` covers its own `headingPath`), without repeats.
+ */
+function mergedMetadata(a: Chunk, b: Chunk): Record<string, unknown> {
+  const covered = (c: Chunk): string[][] | undefined => c.metadata.headings as string[][] | undefined;
+  if (covered(a) === undefined && covered(b) === undefined) return a.metadata;
+  const all = [a, b].flatMap((c) => covered(c) ?? [(c.metadata.headingPath as string[] | undefined) ?? []]);
+  const seen = new Set<string>();
+  const headings = all.filter((p) => {
+    const key = p.join("\u0000");
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  return { ...a.metadata, headings };
 }
 
 function sameHeadingPath(a: Chunk, b: Chunk): boolean {

@@ -220,20 +220,12 @@ function lastLineBreak(text: string, lo: number, hi: number): number {
 }
 
 /**
- * A blank character that is also a break opportunity: not a no-break space
- * (U+00A0, U+202F, U+FEFF), a word joiner (U+2060) or a zero-width (non-)joiner
- * (U+200C, U+200D), which sit inside words and emoji sequences.
+ * A blank character (Unicode White_Space, see {@link isBlank}) that is also a
+ * break opportunity: not a no-break space (U+00A0, U+2007 figure space, U+202F),
+ * which sits inside words and numbers (UAX #14 class GL).
  */
 function isBreakSpace(code: number): boolean {
-  if (!isBlank(code)) return false;
-  return (
-    code !== 0xa0 &&
-    code !== 0x202f &&
-    code !== 0xfeff &&
-    code !== 0x2060 &&
-    code !== 0x200c &&
-    code !== 0x200d
-  );
+  return isBlank(code) && code !== 0xa0 && code !== 0x2007 && code !== 0x202f;
 }
 
 /** Last offset `p` in `[lo, hi]` holding a blank character that allows a break (see {@link isBreakSpace}). */

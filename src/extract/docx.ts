@@ -6,6 +6,7 @@
 import { createRequire } from "node:module";
 import mammoth from "mammoth";
 import yauzl from "yauzl";
+import { firstHeadingTitle } from "../chunk/markdown-blocks.js";
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
@@ -284,11 +285,10 @@ export const docxExtractor: Extractor = {
       throw asExtractionError(path, err, "cannot convert DOCX");
     }
     if (text === "") throw new ExtractionError(path, "no text content");
-    const heading = /^#{1,6} (.+)$/m.exec(text)?.[1];
     const metadata = compact({
       path,
       type: "docx" as const,
-      title: pkg.title ?? nonBlank(heading) ?? fileTitle(path),
+      title: pkg.title ?? firstHeadingTitle(text) ?? fileTitle(path),
       author: pkg.author,
       wordCount: countWords(text),
     });

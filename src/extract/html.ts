@@ -3,6 +3,7 @@
  * so the document chunker sees the section structure.
  */
 import TurndownService from "turndown";
+import { firstHeadingTitle } from "../chunk/markdown-blocks.js";
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
@@ -441,7 +442,7 @@ function decodeHtml(bytes: Uint8Array): string {
 
 /**
  * Extracts an HTML file with {@link htmlToText}.
- * Metadata: `path`, `type: "html"`, `title` (`<title>`, else the first `# ` heading,
+ * Metadata: `path`, `type: "html"`, `title` (`<title>`, else the first level-1 heading (CommonMark),
  * else the file name); when the page declares them: `canonicalUrl`
  * (`<link rel="canonical">`, else `og:url`), `description` (meta description),
  * `lang` (`<html lang>`).
@@ -460,8 +461,7 @@ export const htmlExtractor: Extractor = {
       throw asExtractionError(path, err, "cannot convert HTML");
     }
     if (converted.text === "") throw new ExtractionError(path, "no text content");
-    const h1 = /^# (.+)$/m.exec(converted.text)?.[1]?.trim();
-    const title = converted.title ?? nonBlank(h1) ?? fileTitle(path);
+    const title = converted.title ?? firstHeadingTitle(converted.text, 1) ?? fileTitle(path);
     const metadata = compact({
       path,
       type: "html" as const,

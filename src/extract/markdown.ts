@@ -4,6 +4,7 @@
  * into metadata.
  */
 import { parseDocument } from "yaml";
+import { markdownHeadings } from "../chunk/markdown-blocks.js";
 import type { ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
 import { assertNotEmpty, compact, decodeText, fileTitle, nonBlank, readSource } from "./util.js";
@@ -324,41 +325,19 @@ function plainHeading(s: string): string {
 }
 
 /**
- * The first level-1 heading of a Markdown text: ATX (`# Title`, optional closing
- * `#`s) or Setext (`Title` underlined with `===`). Headings inside fenced code
- * blocks and inside front matter are ignored. Inline Markdown is stripped.
+ * The first level-1 heading of a Markdown text, as CommonMark 0.31.2 reads it
+ * (see `parseMarkdownBlocks` in src/chunk/markdown-blocks.ts, the detection the
+ * DOCUMENT chunker uses): ATX `# Title` (§4.2, closing `#`s stripped) or a setext
+ * heading (§4.3, paragraph lines underlined with `=`, several lines joined by a
+ * space). Headings inside fenced or indented code, in front matter, and `#tag`
+ * lines are ignored. Inline Markdown is stripped.
  * @returns the heading text, or `undefined` when there is no H1.
  */
 export function markdownTitle(text: string): string | undefined {
-  const lines = text.slice(frontMatterBlock(text)?.end ?? 0).split(/\r?\n/);
-  let fence: string | undefined;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] ?? "";
-    const fenceMatch = /^ {0,3}(`{3,}|~{3,})/.exec(line);
-    if (fenceMatch?.[1]) {
-      const marker = fenceMatch[1];
-      if (fence === undefined) fence = marker;
-      else if (marker[0] === fence[0] && marker.length >= fence.length) fence = undefined;
-      continue;
-    }
-    if (fence !== undefined) continue;
-    const atx = /^ {0,3}#(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/.exec(line);
-    if (atx) {
-      const title = nonBlank(plainHeading(atx[1] ?? ""));
-      if (title) return title;
-      continue;
-    }
-    const next = lines[i + 1];
-    if (
-      next !== undefined &&
-      /^ {0,3}=+[ \t]*$/.test(next) &&
-      line.trim() !== "" &&
-      !/^ {0,3}([-*+>]|\d+[.)])\s/.test(line) &&
-      !/^( {4}|\t)/.test(line)
-    ) {
-      const title = nonBlank(plainHeading(line));
-      if (title) return title;
-    }
+  for (const h of markdownHeadings(text.slice(frontMatterBlock(text)?.end ?? 0))) {
+    if (h.level !== 1) continue;
+    const title = nonBlank(plainHeading(h.title ?? ""));
+    if (title) return title;
   }
   return undefined;
 }

@@ -73,6 +73,10 @@ export const attributionSchema = z.looseObject({
   page: z.number().optional().describe("PDF: first page (1-based) of the passage."),
   pageEnd: z.number().optional(),
   headingPath: z.array(z.string()).optional(),
+  headings: z
+    .array(z.array(z.string()))
+    .optional()
+    .describe("Heading path of every section the passage covers, when it covers several."),
   from: z.string().optional(),
   subject: z.string().optional(),
   date: z.string().optional(),

@@ -26,8 +26,13 @@ export interface Attribution {
   /** PDF: first and last page (1-based) the chunk spans. */
   page?: number;
   pageEnd?: number;
-  /** Markdown/HTML: heading path of the chunk's section. */
+  /**
+   * Markdown/HTML/DOCX: heading path of the chunk's section; for a chunk covering
+   * several sibling sections, the path they share (possibly absent at top level).
+   */
   headingPath?: string[];
+  /** Markdown/HTML/DOCX: heading path of every section a chunk covers, when it covers more than one. */
+  headings?: string[][];
   /** Email: sender, subject, ISO date. */
   from?: string;
   subject?: string;
@@ -66,6 +71,9 @@ export function attribute(chunk: StoredChunk): Attribution {
   set("page", num(m.pageStart) ?? num(m.page));
   set("pageEnd", num(m.pageEnd));
   if (Array.isArray(m.headingPath) && m.headingPath.length > 0) out.headingPath = m.headingPath.map(String);
+  if (Array.isArray(m.headings) && m.headings.length > 1 && m.headings.every(Array.isArray)) {
+    out.headings = (m.headings as unknown[][]).map((p) => p.map(String));
+  }
   set("from", str(d.from));
   set("subject", str(d.subject));
   set("date", str(d.date));
@@ -110,12 +118,33 @@ export function formatCitation(
     head += ` — "${a.subject ?? "(no subject)"}"${a.from ? ` from ${a.from}` : ""}${a.date ? `, ${a.date.slice(0, 10)}` : ""}`;
   } else if (a.type === "slack") {
     head += ` — #${a.channel ?? "?"}${a.user ? ` @${a.user}` : ""}${a.ts ? ` ${slackTime(a.ts)}` : ""}`;
+  } else if (a.headings) {
+    head += ` › ${headingsLabel(a.headings)}`;
   } else if (a.headingPath) {
     head += ` › ${a.headingPath.join(" › ")}`;
   } else if (a.symbol) {
     head += ` › ${a.symbol}`;
   }
   return `${head} (chunk ${chunk.chunkIndex + 1}/${chunk.totalChunks}, chars ${chunk.start}–${chunk.end})`;
+}
+
+/**
+ * The sections a chunk covers, for a citation: their common path, then each
+ * section's own part joined by ` | ` (`Guide › Install | Upgrade`; top-level
+ * siblings: `Install | Upgrade`).
+ */
+export function headingsLabel(headings: readonly string[][]): string {
+  let n = headings[0]?.length ?? 0;
+  for (const p of headings) {
+    let k = 0;
+    while (k < n && k < p.length && p[k] === headings[0]?.[k]) k++;
+    n = k;
+  }
+  // Keep at least one part of each path, so a section equal to the common path still shows.
+  const shared = Math.min(n, ...headings.map((p) => Math.max(0, p.length - 1)));
+  const own = headings.map((p) => p.slice(shared).join(" › ")).filter((x) => x.length > 0);
+  const common = headings[0]?.slice(0, shared) ?? [];
+  return [...common, own.join(" | ")].filter((x) => x.length > 0).join(" › ");
 }
 
 /** Formats a Slack `ts` (epoch seconds with a fraction) as `YYYY-MM-DD HH:MM` UTC. */
