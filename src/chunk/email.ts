@@ -157,6 +157,7 @@ const HEADER_LABELS: Readonly<Record<"from" | "date" | "to" | "cc" | "subject", 
     "Skickat",
     "Envoyé",
     "Enviado",
+    "Enviado el",
     "Enviada",
     "Fecha",
     "Data",
@@ -261,7 +262,8 @@ function opensHeaderBlock(text: string, lines: Span[], i: number): boolean {
   const line = text.slice(first.start, first.end);
   if (headerField(line) !== "from") return false;
   const fields = new Set<string>();
-  for (const m of line.matchAll(INLINE_LABEL)) {
+  // Run together on one line: only near its start (a long paragraph naming fields is prose).
+  for (const m of line.slice(0, 240).matchAll(INLINE_LABEL)) {
     const field = LABEL_FIELD.get((m[1] as string).toLowerCase());
     if (field !== undefined) fields.add(field);
   }
@@ -391,7 +393,8 @@ export function chunkEmail(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
   const header = headerBlock !== undefined && text.trim() === headerBlock ? undefined : headerBlock;
   const subject = headerValue(doc.metadata.subject);
   const later = subject ? `Subject: ${subject}` : undefined;
-  const quoted = quotedSpans(text);
+  // The header block given as the text of a body-less message is not a quoted reply.
+  const quoted = headerBlock !== undefined && header === undefined ? [] : quotedSpans(text);
   const drop = limits.email.quotedReplies === "drop";
   const size = (span: Span): number => sizeOf(limits, text, span.start, span.end);
   let runs = quoteRuns(text, all, quoted);
