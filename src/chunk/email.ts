@@ -51,13 +51,242 @@ export function emailHeaderBlock(meta: Partial<DocumentMetadata>): string | unde
 }
 
 const QUOTE = /^[ \t]*>/;
-const ATTRIBUTION = /^[ \t]*On\b.*\bwrote:[ \t]*$/;
-const ORIGINAL = /^[ \t]*-{2,}[ \t]*(?:Original Message|Forwarded message)[ \t]*-{2,}/i;
+
+/**
+ * The verb of a reply attribution line, followed by the rest of the line up to a
+ * final colon, in the languages of {@link HEADER_LABELS}: "On … wrote:", "Am …
+ * schrieb Alice <a@x>:", "Le … a écrit :", "El … escribió:", "Il … ha scritto:",
+ * "Op … schreef …:", "Den … skrev …:", "W dniu … napisał(a):", "Em … escreveu:",
+ * "… написал(а):", "… kirjoitti:".
+ */
+const VERBS =
+  "(?<!\\p{L})(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev|napisał(?:\\(a\\))?|escreveu|написал(?:\\(а\\))?|kirjoitti)";
+const ATTRIBUTION_END = new RegExp(`${VERBS}(?!\\p{L})[^\\n]*[:：][ \\t]*$`, "iu");
+/** The verb right before the final colon ("… Alice <a@x> написал(а):"). */
+const VERB_LAST = new RegExp(`${VERBS}[ \\t]*[:：][ \\t]*$`, "iu");
+/** First words of attribution lines ("On", "Am", "Le", "El", "Il giorno", "Op", "Den", "På", "W dniu", "Em"). */
+const ATTRIBUTION_START = /^[ \t]*(?:On|Am|Le|El|Il|Op|Den|På|W dniu|Em)(?!\p{L})/u;
+
+/**
+ * True when `line` (two lines joined, when the attribution wraps) is a reply
+ * attribution: it starts with an attribution word and ends with the verb part
+ * ({@link ATTRIBUTION_END}), or, in languages that start with the date, it names
+ * an address (`@`) and ends with the verb and a colon.
+ */
+function isAttribution(line: string): boolean {
+  if (ATTRIBUTION_START.test(line)) return ATTRIBUTION_END.test(line);
+  // No attribution word (languages that start with the date): the verb ends the line after an address.
+  return line.includes("@") && VERB_LAST.test(line);
+}
+
+/**
+ * Separator lines that start a forwarded or original message (everything after
+ * them is quoted history): `-----Original Message-----`, Gmail's
+ * `---------- Forwarded message ---------`, their localised forms (German,
+ * French, Spanish, Italian, Dutch, Portuguese, the Nordic languages, Finnish,
+ * Polish, Russian) and Apple Mail's `Begin forwarded message:`.
+ */
+const ORIGINAL = new RegExp(
+  "^[ \\t]*(?:-{2,}[ \\t]*(?:" +
+    [
+      "Original Message",
+      "Forwarded message",
+      "Ursprüngliche Nachricht",
+      "Weitergeleitete Nachricht",
+      "Message d'origine",
+      "Message transféré",
+      "Mensaje original",
+      "Mensaje reenviado",
+      "Messaggio originale",
+      "Messaggio inoltrato",
+      "Oorspronkelijk bericht",
+      "Doorgestuurd bericht",
+      "Mensagem original",
+      "Mensagem encaminhada",
+      "Opprinnelig melding",
+      "Videresendt melding",
+      "Oprindelig meddelelse",
+      "Videresendt meddelelse",
+      "Ursprungligt meddelande",
+      "Vidarebefordrat meddelande",
+      "Alkuperäinen viesti",
+      "Välitetty viesti",
+      "Wiadomość oryginalna",
+      "Przekazana wiadomość",
+      "Исходное сообщение",
+      "Пересылаемое сообщение",
+    ].join("|") +
+    ")[ \\t]*-{2,}|Begin forwarded message:)",
+  "iu",
+);
+
+/**
+ * Header labels of a reply/forward header block as mail clients write them
+ * (Outlook's `From:` / `Sent:` / `To:` / `Cc:` / `Subject:` lines and their
+ * localised forms), by field. English, German, Danish/Norwegian, Swedish,
+ * French, Spanish, Portuguese, Italian, Dutch, Polish, Czech, Finnish,
+ * Hungarian, Turkish, Russian, Chinese, Japanese, Korean.
+ */
+const HEADER_LABELS: Readonly<Record<"from" | "date" | "to" | "cc" | "subject", readonly string[]>> = {
+  from: [
+    "From",
+    "Von",
+    "Fra",
+    "Från",
+    "De",
+    "Da",
+    "Van",
+    "Od",
+    "Lähettäjä",
+    "Feladó",
+    "Kimden",
+    "От",
+    "От кого",
+    "发件人",
+    "寄件者",
+    "差出人",
+    "보낸 사람",
+  ],
+  date: [
+    "Sent",
+    "Date",
+    "Gesendet",
+    "Datum",
+    "Sendt",
+    "Dato",
+    "Skickat",
+    "Envoyé",
+    "Enviado",
+    "Enviado el",
+    "Enviada",
+    "Fecha",
+    "Data",
+    "Inviato",
+    "Verzonden",
+    "Verstuurd",
+    "Wysłano",
+    "Odesláno",
+    "Lähetetty",
+    "Päivämäärä",
+    "Elküldve",
+    "Dátum",
+    "Gönderildi",
+    "Tarih",
+    "Отправлено",
+    "Дата",
+    "发送时间",
+    "日期",
+    "傳送時間",
+    "送信日時",
+    "보낸 날짜",
+  ],
+  to: [
+    "To",
+    "An",
+    "Til",
+    "Till",
+    "À",
+    "A",
+    "Para",
+    "Aan",
+    "Do",
+    "Komu",
+    "Vastaanottaja",
+    "Címzett",
+    "Kime",
+    "Кому",
+    "收件人",
+    "收件者",
+    "宛先",
+    "받는 사람",
+  ],
+  cc: ["Cc", "Kopie", "Kopi", "Kopia", "Kopio", "Másolatot kap", "Bilgi", "Копия", "抄送", "副本", "참조"],
+  subject: [
+    "Subject",
+    "Betreff",
+    "Emne",
+    "Ämne",
+    "Objet",
+    "Asunto",
+    "Assunto",
+    "Oggetto",
+    "Onderwerp",
+    "Temat",
+    "Předmět",
+    "Aihe",
+    "Tárgy",
+    "Konu",
+    "Тема",
+    "主题",
+    "主旨",
+    "件名",
+    "제목",
+  ],
+};
+
+/** Field of each lower-cased label of {@link HEADER_LABELS}. */
+const LABEL_FIELD = new Map<string, string>(
+  Object.entries(HEADER_LABELS).flatMap(([field, labels]) => labels.map((l) => [l.toLowerCase(), field])),
+);
+
+/** Alternation of every label, longest first (so "Od" does not win over "Odesláno"). */
+const LABELS = [...LABEL_FIELD.keys()]
+  .sort((a, b) => b.length - a.length)
+  .map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+  .join("|");
+
+/** A header line: optional `*`/`_` emphasis, a label, `:` (or full-width `：`). */
+const HEADER_LINE = new RegExp(`^[ \\t]*[*_]{0,2}(${LABELS})[*_]{0,2}[ \\t]*[:：]`, "iu");
+/** A label inside a line ("From: A Sent: Monday To: B Subject: C" run together). */
+const INLINE_LABEL = new RegExp(`(?:^|[ \\t])[*_]{0,2}(${LABELS})[*_]{0,2}[ \\t]*[:：]`, "giu");
+/** A rule line Outlook puts above its header block (`________`, `-----`, `=====`). */
+const RULE = /^[ \t]*(?:_{5,}|-{5,}|={5,})[ \t]*$/;
+
+/** The field a header line names, or undefined when `line` is not a header line. */
+function headerField(line: string): string | undefined {
+  const m = HEADER_LINE.exec(line);
+  return m ? LABEL_FIELD.get((m[1] as string).toLowerCase()) : undefined;
+}
+
+/**
+ * True when the line at `lines[i]` opens a reply header block: a From line
+ * (any language of {@link HEADER_LABELS}) followed, in the next lines up to a
+ * blank line (at most 12, wrapped recipient lists allowed), by header lines of
+ * at least two other fields (Sent/Date, To, Cc, Subject). So a single `From:`
+ * in prose, or a `From:`/`To:` pair in a memo, is not quoted history; Outlook's
+ * From/Sent/To/Subject block is. The fields may also stand on one line
+ * (`From: A Sent: Monday To: B Subject: C`).
+ */
+function opensHeaderBlock(text: string, lines: Span[], i: number): boolean {
+  const first = lines[i] as Span;
+  const line = text.slice(first.start, first.end);
+  if (headerField(line) !== "from") return false;
+  const fields = new Set<string>();
+  // Run together on one line: only near its start (a long paragraph naming fields is prose).
+  for (const m of line.slice(0, 240).matchAll(INLINE_LABEL)) {
+    const field = LABEL_FIELD.get((m[1] as string).toLowerCase());
+    if (field !== undefined) fields.add(field);
+  }
+  for (let j = i + 1; j < lines.length && j <= i + 12 && fields.size < 3; j++) {
+    const l = lines[j] as Span;
+    const t = text.slice(l.start, l.end);
+    if (t.trim() === "") break;
+    const field = headerField(t);
+    if (field !== undefined) fields.add(field);
+  }
+  fields.delete("from");
+  return fields.size >= 2;
+}
 
 /**
  * Spans of quoted-reply lines in an email body: lines starting with `>`,
- * attribution lines `On … wrote:` (also wrapped over two lines), and everything
- * from an `-----Original Message-----` marker on.
+ * attribution lines (`On … wrote:` and localised forms, also wrapped over two
+ * lines), and everything from the start of an earlier message on: an
+ * `-----Original Message-----` / forwarded-message marker ({@link ORIGINAL}),
+ * or an Outlook-style header block (From/Sent/To/Subject lines, localised such
+ * as `Von:`/`Gesendet:`/`An:`/`Betreff:`, `Fra:`/`Sendt:`/`Til:`/`Emne:`,
+ * `De:`/`Envoyé:`/`À:`/`Objet:`, `Da:`/`Inviato:`/`A:`/`Oggetto:`), together
+ * with a rule line right above it.
  */
 export function quotedSpans(text: string): Span[] {
   const lines = lineSpans(text);
@@ -65,14 +294,29 @@ export function quotedSpans(text: string): Span[] {
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i] as Span;
     const t = text.slice(l.start, l.end);
-    if (ORIGINAL.test(t)) {
-      out.push({ start: l.start, end: text.length });
+    if (ORIGINAL.test(t) || opensHeaderBlock(text, lines, i)) {
+      let start = l.start;
+      // Outlook's rule above the block (possibly a blank line between) belongs to it.
+      for (let j = i - 1; j >= 0 && j >= i - 2; j--) {
+        const above = lines[j] as Span;
+        const a = text.slice(above.start, above.end);
+        if (RULE.test(a)) {
+          start = above.start;
+          break;
+        }
+        if (a.trim() !== "") break;
+      }
+      out.push({ start, end: text.length });
       break;
     }
     const next = lines[i + 1];
-    if (QUOTE.test(t) || ATTRIBUTION.test(t)) {
+    if (QUOTE.test(t) || isAttribution(t)) {
       out.push({ start: l.start, end: l.end });
-    } else if (/^[ \t]*On\b/.test(t) && next && /\bwrote:[ \t]*$/.test(text.slice(next.start, next.end))) {
+    } else if (
+      next &&
+      ATTRIBUTION_START.test(t) &&
+      isAttribution(`${t} ${text.slice(next.start, next.end)}`)
+    ) {
       out.push({ start: l.start, end: next.end });
       i++;
     }
@@ -149,7 +393,8 @@ export function chunkEmail(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
   const header = headerBlock !== undefined && text.trim() === headerBlock ? undefined : headerBlock;
   const subject = headerValue(doc.metadata.subject);
   const later = subject ? `Subject: ${subject}` : undefined;
-  const quoted = quotedSpans(text);
+  // The header block given as the text of a body-less message is not a quoted reply.
+  const quoted = headerBlock !== undefined && header === undefined ? [] : quotedSpans(text);
   const drop = limits.email.quotedReplies === "drop";
   const size = (span: Span): number => sizeOf(limits, text, span.start, span.end);
   let runs = quoteRuns(text, all, quoted);

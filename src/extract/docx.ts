@@ -210,6 +210,9 @@ function lostContentWarnings(messages: { type: string; message: string }[]): str
 /** Mammoth's footnote/endnote/comment back-links (`↑`), which are not text. */
 const BACK_LINK = /<a href="#(?:footnote|endnote|comment)-ref-[^"]*">[^<]*<\/a>/g;
 
+/** Word segmenter with a fixed locale (not the host's), so counts are the same on every machine. */
+const WORDS = new Intl.Segmenter("en", { granularity: "word" });
+
 /**
  * Number of words in the converted `text`, list numbers added by the conversion
  * (`1. `) left out. Unicode word segmentation, so CJK text counts words, not characters.
@@ -217,7 +220,7 @@ const BACK_LINK = /<a href="#(?:footnote|endnote|comment)-ref-[^"]*">[^<]*<\/a>/
 function countWords(text: string): number {
   const words = text.replace(/^( *)\d+\. /gm, "$1");
   let n = 0;
-  for (const segment of new Intl.Segmenter(undefined, { granularity: "word" }).segment(words)) {
+  for (const segment of WORDS.segment(words)) {
     if (segment.isWordLike) n++;
   }
   return n;

@@ -15,6 +15,7 @@ import { ExtractionError } from "../errors.js";
 import type { DocumentMetadata, ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
 import { htmlToText } from "./html.js";
+import { parseMessageIds, parseRfc5322Date, threadIds } from "./rfc5322.js";
 import {
   asExtractionError,
   charsetName,
@@ -405,39 +406,67 @@ function addressList(header: AddressObject | AddressObject[] | undefined): strin
   return list.length > 0 ? list : undefined;
 }
 
-/** The raw value of the first header line named `key` (lower case), without the name. */
-function rawHeader(mail: ParsedMail, key: string): string | undefined {
-  const line = mail.headerLines.find((h) => h.key === key)?.line;
-  if (line === undefined) return undefined;
-  return line.slice(line.indexOf(":") + 1).trim();
+/** The raw values of the header lines named `key` (lower case), without the names, unfolded. */
+function rawHeaders(mail: ParsedMail, key: string): string[] {
+  return mail.headerLines
+    .filter((h) => h.key === key)
+    .map((h) =>
+      h.line
+        .slice(h.line.indexOf(":") + 1)
+        .replace(/\r?\n(?=[ \t])/g, "")
+        .trim(),
+    );
 }
 
 /**
- * ISO-8601 date of the message, or `undefined` when there is no `Date` header or it
- * cannot be parsed (mailparser substitutes the current time in that case).
+ * ISO-8601 UTC date of the message from its first `Date` header, read by
+ * {@link parseRfc5322Date} (RFC 5322 §3.3; a date without a zone, or with
+ * `-0000`, is read as UTC, never in the host's zone), or `undefined` when there
+ * is no `Date` header or it is not a date. mailparser's own `date` is not used:
+ * it reads a zone-less date in the host's zone and substitutes the current time
+ * for one it cannot parse.
  */
 function messageDate(mail: ParsedMail): string | undefined {
-  const raw = rawHeader(mail, "date");
-  if (raw === undefined || !mail.date || Number.isNaN(mail.date.getTime())) return undefined;
-  if (Number.isNaN(Date.parse(raw)) && Math.abs(mail.date.getTime() - Date.now()) < 5 * 60_000) {
-    return undefined;
+  const raw = rawHeaders(mail, "date")[0];
+  return raw === undefined ? undefined : parseRfc5322Date(raw)?.iso;
+}
+
+/**
+ * The threading headers of a message (RFC 5322 §3.6.4), each id as `<left@right>`
+ * ({@link parseMessageIds}: comments, quoted strings and phrases ignored):
+ * `messageId` (a bare `left@right` value is accepted), `inReplyTo` (its first
+ * msg-id, as JWZ threading uses; later ones are often addresses) and
+ * `references` (all msg-ids of every `References` header, repeats removed).
+ */
+function threadHeaders(mail: ParsedMail): { messageId?: string; inReplyTo?: string; references?: string[] } {
+  const messageId = parseMessageIds(rawHeaders(mail, "message-id")[0], { bare: true })[0];
+  const inReplyTo = parseMessageIds(rawHeaders(mail, "in-reply-to").join(" "))[0];
+  const references = parseMessageIds(rawHeaders(mail, "references").join(" "));
+  return compact({ messageId, inReplyTo, references: references.length > 0 ? references : undefined });
+}
+
+/**
+ * Sets `threadId` on the messages of one mail file by JWZ threading
+ * ({@link threadIds}) over all of them, so that a reply naming only its parent
+ * (`In-Reply-To`) gets the thread of a parent that is in the same file. Attached
+ * messages (documents with a `parentUri`) keep the thread id of their own headers.
+ */
+function threadMessages(docs: ExtractedDocument[]): void {
+  const messages = docs.filter((d) => d.metadata.type === "email" && d.metadata.parentUri === undefined);
+  const ids = threadIds(
+    messages.map((d) => {
+      const m = d.metadata;
+      return {
+        messageId: typeof m.messageId === "string" ? m.messageId : undefined,
+        inReplyTo: typeof m.inReplyTo === "string" ? [m.inReplyTo] : undefined,
+        references: Array.isArray(m.references) ? (m.references as string[]) : undefined,
+      };
+    }),
+  );
+  for (const [i, doc] of messages.entries()) {
+    const id = ids[i];
+    if (id !== undefined) doc.metadata.threadId = id;
   }
-  return mail.date.toISOString();
-}
-
-/** Message ids of a `References` header, without blanks. */
-function referenceList(mail: ParsedMail): string[] | undefined {
-  const raw = mail.references;
-  const list = (typeof raw === "string" ? [raw] : (raw ?? []))
-    .map((r) => nonBlank(r))
-    .filter((r): r is string => r !== undefined && r !== "<>");
-  return list.length > 0 ? list : undefined;
-}
-
-/** A message id header value, or `undefined` when blank (mailparser turns blank into `<>`-ish values). */
-function messageIdValue(value: string | undefined): string | undefined {
-  const v = nonBlank(value);
-  return v === undefined || v === "<>" ? undefined : v;
 }
 
 /** Normalises body text: LF line endings, no trailing spaces, at most one blank line in a row. */
@@ -605,9 +634,7 @@ async function extractMessage(
     }),
   );
   const subject = nonBlank(mail.subject);
-  const references = referenceList(mail);
-  const inReplyTo = messageIdValue(mail.inReplyTo);
-  const messageId = messageIdValue(mail.messageId);
+  const { messageId, inReplyTo, references } = threadHeaders(mail);
   const metadata: DocumentMetadata = compact({
     path,
     type: "email" as const,
@@ -674,8 +701,13 @@ async function extractMessage(
  *
  * **Metadata.** `path`, `type: "email"`, `title` (subject, or `(no subject)`), and
  * when present: `subject`, `from` (`Name <addr>`, several joined by `, `), `to[]`,
- * `cc[]`, `date` (ISO-8601 UTC), `messageId`, `inReplyTo`, `references[]`,
- * `threadId` (first References entry, else In-Reply-To, else Message-ID),
+ * `cc[]`, `date` (ISO-8601 UTC from the `Date` header read as RFC 5322 §3.3
+ * with zone names, a date without a zone read as UTC: the same on every host),
+ * `messageId`, `inReplyTo` (its first msg-id), `references[]` (msg-ids only:
+ * RFC 5322 §3.6.4, comments and phrases such as `(Member's message of …)`
+ * ignored), `threadId` (JWZ threading: the first References entry, else
+ * In-Reply-To, else Message-ID; in an mbox followed up through the other
+ * messages, so a reply naming only its parent joins the parent's thread),
  * `messageIndex` (mbox), `attachments[]` ({@link AttachmentInfo}).
  *
  * **Attachments.** With `options.email.attachments` (default) and nesting depth
@@ -719,6 +751,7 @@ export const emailExtractor: Extractor = {
     const first = out[0];
     if (!first) throw asExtractionError(path, firstError, "cannot parse mbox");
     if (failures.length > 0) first.warnings = [...(first.warnings ?? []), ...failures];
+    threadMessages(out);
     return out;
   },
 };

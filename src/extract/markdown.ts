@@ -196,7 +196,9 @@ function tomlValue(raw: string): JsonValue | undefined {
   if (v === "true" || v === "false") return v === "true";
   if (/^[+-]?\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(v)) return Number(v.replace(/_/g, ""));
   if (/^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?$/.test(v)) {
-    const date = new Date(v.replace(" ", "T"));
+    // A local date-time (no offset) is read as UTC, as YAML timestamps are, never in the host's zone.
+    const local = /[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$/.test(v);
+    const date = new Date(`${v.replace(" ", "T")}${local ? "Z" : ""}`);
     return Number.isNaN(date.getTime()) ? v : /[T ]/.test(v) ? date.toISOString() : v;
   }
   if (v.startsWith("[") && v.endsWith("]")) {
@@ -352,7 +354,9 @@ export function markdownTitle(text: string): string | undefined {
  * values, when it has entries), and when the front matter has them: `author`
  * (`author` or `authors`, a list joined with ", "), `tags` (string list, from
  * `tags` or `keywords`, a list or a comma-separated string), `description`, `date`
- * (a YAML timestamp as an ISO-8601 string, any other value as written).
+ * (a YAML or TOML date-time as an ISO-8601 UTC string, one without an offset
+ * read as UTC as YAML 1.1 timestamps are, never in the host's time zone; any
+ * other value as written).
  * Front matter that does not parse adds a warning
  * ("front matter is not valid YAML: …") and is otherwise ignored; values nested
  * deeper than {@link MAX_FRONT_MATTER_DEPTH} levels are dropped with a warning

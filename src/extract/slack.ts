@@ -201,7 +201,10 @@ export function compareTs(a: string, b: string): number {
   const [bs = "0", bf = ""] = b.split(".");
   const d = Number(as) - Number(bs);
   if (d !== 0) return d;
-  return af.padEnd(6, "0").localeCompare(bf.padEnd(6, "0"));
+  // Code-unit order of equal-length digit strings (no localeCompare: no locale).
+  const x = af.padEnd(6, "0");
+  const y = bf.padEnd(6, "0");
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /** A Slack timestamp as a Date, or `undefined` when it is out of range. */
