@@ -19,6 +19,7 @@ import {
   postgresMissingReason,
   startPostgresServer,
 } from "./postgres-server.js";
+import { skipNotice } from "./skip.js";
 
 const TOPICS = [
   "The heron waits motionless in shallow water before striking at a fish.",
@@ -71,6 +72,14 @@ if (!pgInstall && process.env.CI) {
       throw new Error(`PostgreSQL + pgvector are required under CI: ${postgresMissingReason()}`);
     });
   });
+}
+
+if (!pgInstall && !process.env.CI) {
+  skipNotice(
+    import.meta.url,
+    "knowledge bases on server vector stores",
+    postgresMissingReason() ?? "PostgreSQL not found",
+  );
 }
 
 describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {

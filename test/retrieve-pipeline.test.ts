@@ -21,6 +21,7 @@ import {
 import type { ExtractedDocument } from "../src/types.js";
 import { findRedisServer, startRedisServer } from "./redis-server.js";
 import { writeTestModel } from "./rerank-fixtures.js";
+import { skipNotice } from "./skip.js";
 
 const dir = mkdtempSync(join(tmpdir(), "kl-pipeline-"));
 let kl: KnowledgeLayer;
@@ -274,6 +275,9 @@ describe("search-result cache", () => {
 
 describe("search-result cache shared through Redis", () => {
   const bin = findRedisServer();
+  if (!bin && !process.env.CI) {
+    skipNotice(import.meta.url, "search-result cache shared through Redis", "redis-server is not installed");
+  }
   it.skipIf(!bin && !process.env.CI)(
     "two knowledge-layer instances (two processes' worth) share cached results",
     async () => {

@@ -15,6 +15,7 @@ import {
   startPostgresServer,
 } from "./postgres-server.js";
 import { freePort } from "./redis-server.js";
+import { skipNotice } from "./skip.js";
 
 const install = findPostgres();
 const missing = install ? undefined : (postgresMissingReason() ?? "PostgreSQL not found");
@@ -31,6 +32,7 @@ const suite = install ? describe : describe.skip;
 const title = install
   ? `pgvector store (PostgreSQL ${install.major})`
   : `pgvector store (skipped: ${missing})`;
+if (missing && !process.env.CI) skipNotice(import.meta.url, "pgvector store", missing);
 
 /** A database where the planner avoids sequential scans, so searches go through the HNSW index. */
 const FORCED_DB = "forced_index";

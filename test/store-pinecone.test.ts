@@ -5,6 +5,7 @@ import { KnowledgeLayerError } from "../src/errors.js";
 import { PINECONE_MARKER_ID, PINECONE_MARKER_KEY, PineconeVectorStore } from "../src/store/pinecone.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
 import { type FakePinecone, type FakePineconeIndexSpec, startFakePinecone } from "./fakes/pinecone-server.js";
+import { describeUnless } from "./skip.js";
 
 const KEY = "pinecone-test-key";
 
@@ -68,7 +69,9 @@ async function dropRealNamespaces(prefix: string, indexNames: string[]): Promise
   }
 }
 
-describe.skipIf(!REAL_KEY || !REAL_INDEX)(
+describeUnless(
+  import.meta.url,
+  REAL_KEY && REAL_INDEX ? undefined : "PINECONE_API_KEY and PINECONE_INDEX are not both set",
   "pinecone (real service from PINECONE_API_KEY, PINECONE_INDEX)",
   () => {
     it("creates, writes, searches, reads, counts, deletes and drops a collection", async () => {
@@ -118,7 +121,11 @@ describe.skipIf(!REAL_KEY || !REAL_INDEX)(
   },
 );
 
-describe.skipIf(!REAL_KEY || !REAL_INDEX || REAL_EXTRA.length === 0)(
+describeUnless(
+  import.meta.url,
+  REAL_KEY && REAL_INDEX && REAL_EXTRA.length > 0
+    ? undefined
+    : "PINECONE_API_KEY, PINECONE_INDEX and PINECONE_INDEXES are not all set",
   "pinecone (real service, conformance over PINECONE_INDEX + PINECONE_INDEXES)",
   () => {
     vectorStoreConformance("pinecone (real service)", async () => {

@@ -11,6 +11,7 @@ import {
 } from "../src/store/qdrant.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
 import { type FakeQdrant, startFakeQdrant } from "./fakes/qdrant-server.js";
+import { describeUnless } from "./skip.js";
 
 const KEY = "qdrant-test-key";
 const UUID_V5 = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -38,21 +39,27 @@ vectorStoreConformance("qdrant (local fake server)", async () => {
 
 /** Settings of a real server, if the environment names one. */
 const REAL_URL = process.env.QDRANT_URL;
-describe.skipIf(!REAL_URL)("qdrant (real server from QDRANT_URL)", () => {
-  const apiKey = process.env.QDRANT_API_KEY || undefined;
-  vectorStoreConformance(`qdrant at ${REAL_URL}`, async () => {
-    const prefix = `kltest_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}_`;
-    const url = REAL_URL as string;
-    return {
-      store: new QdrantVectorStore({ url, apiKey, prefix }),
-      cleanup: async () => {
-        const client = new QdrantClient({ url, apiKey, checkCompatibility: false });
-        const { collections } = await client.getCollections();
-        for (const { name } of collections) if (name.startsWith(prefix)) await client.deleteCollection(name);
-      },
-    };
-  });
-});
+describeUnless(
+  import.meta.url,
+  REAL_URL ? undefined : "QDRANT_URL is not set",
+  "qdrant (real server from QDRANT_URL)",
+  () => {
+    const apiKey = process.env.QDRANT_API_KEY || undefined;
+    vectorStoreConformance(`qdrant at ${REAL_URL}`, async () => {
+      const prefix = `kltest_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}_`;
+      const url = REAL_URL as string;
+      return {
+        store: new QdrantVectorStore({ url, apiKey, prefix }),
+        cleanup: async () => {
+          const client = new QdrantClient({ url, apiKey, checkCompatibility: false });
+          const { collections } = await client.getCollections();
+          for (const { name } of collections)
+            if (name.startsWith(prefix)) await client.deleteCollection(name);
+        },
+      };
+    });
+  },
+);
 
 describe("qdrant adapter", () => {
   let fake: FakeQdrant;

@@ -1,6 +1,4 @@
 import {
-  deriveDimension,
-  deriveMetric,
   type Index,
   Pinecone,
   type PineconeRecord,
@@ -58,6 +56,22 @@ export const PINECONE_MARKER_KEY = "__kl_marker";
 const FILTER_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const FROM_PINECONE: Record<string, Metric> = { cosine: "cosine", euclidean: "euclidean", dotproduct: "dot" };
+
+/**
+ * Dimension and metric of a dense-vector index from its description (the
+ * `dimension`, `metric` and `vectorType` fields of the client's `IndexModel`):
+ * both `undefined` when the index is not a dense-vector index (a sparse index,
+ * or one without a dimension).
+ */
+export function denseShape(model: {
+  dimension?: number;
+  metric?: string;
+  vectorType?: string;
+}): { dimension?: number; metric?: string } {
+  const dense = model.vectorType === undefined || model.vectorType === "dense";
+  if (!dense || typeof model.dimension !== "number" || typeof model.metric !== "string") return {};
+  return { dimension: model.dimension, metric: model.metric };
+}
 
 /** A resolved index: its data-plane handle, dimension and metric. */
 interface Target {
@@ -304,10 +318,9 @@ export class PineconeVectorStore implements VectorStore {
         { cause: err },
       );
     }
-    const dimension = deriveDimension(model);
-    const metric = deriveMetric(model);
-    const ours = metric.outcome === "value" ? FROM_PINECONE[metric.value] : undefined;
-    if (dimension.outcome !== "value" || !ours) {
+    const { dimension, metric } = denseShape(model);
+    const ours = metric !== undefined ? FROM_PINECONE[metric] : undefined;
+    if (dimension === undefined || !ours) {
       throw new KnowledgeLayerError(
         `pinecone: index "${name}" is not a dense-vector index with a cosine, euclidean or dotproduct metric`,
       );
@@ -316,7 +329,7 @@ export class PineconeVectorStore implements VectorStore {
     return {
       name,
       host,
-      dimension: dimension.value,
+      dimension,
       metric: ours,
       index: this.client.index({ name, host }),
     };

@@ -1,6 +1,7 @@
 /**
  * A local stand-in for Pinecone: the control plane (`GET /indexes`, `GET
- * /indexes/{name}` in the 2026-07 API shape the client pins) and one data
+ * /indexes/{name}` in the 2026-04 API shape the 8.x client pins: top-level
+ * `dimension`, `metric`, `vector_type`, `spec`) and one data
  * plane per index, each on its own 127.0.0.1 port as every real index has its
  * own host (built on {@link startMockServer}).
  *
@@ -268,12 +269,11 @@ function indexModel(index: FakePineconeIndex): object {
   return {
     name: index.name,
     host: index.advertisedHost ?? index.host,
+    dimension: index.dimension,
+    metric: index.metric,
+    vector_type: "dense",
     deletion_protection: "disabled",
-    deployment: { deployment_type: "managed", cloud: "aws", region: "us-east-1" },
-    read_capacity: { mode: "OnDemand", status: { state: "Ready" } },
-    schema: {
-      fields: { _values: { type: "dense_vector", dimension: index.dimension, metric: index.metric } },
-    },
+    spec: { serverless: { cloud: "aws", region: "us-east-1" } },
     status: { ready: true, state: "Ready" },
     tags: null,
   };
