@@ -65,8 +65,9 @@ function secretConfig(name: string): KnowledgeBaseConfig {
 /** Asserts that a printed config hides every secret and keeps everything else. */
 function expectMasked(config: KnowledgeBaseConfig): void {
   expect(JSON.stringify(config)).not.toMatch(SECRETS);
-  expect(config.embedding.apiKey).toBe(MASK);
-  expect(config.embedding.baseUrl).toBe("https://emb.example.com/v1?api_key=***&region=eu");
+  const embedding = config.embedding as { apiKey?: string; baseUrl?: string };
+  expect(embedding.apiKey).toBe(MASK);
+  expect(embedding.baseUrl).toBe("https://emb.example.com/v1?api_key=***&region=eu");
   expect(config.embedding.model).toBe("text-embed-1");
   expect(config.vectorStore.apiKey).toBe(MASK);
   expect(config.vectorStore.url).toBe("https://admin:***@qdrant.example.com:6333/");
