@@ -70,19 +70,19 @@ function expectMasked(config: KnowledgeBaseConfig): void {
   expect(embedding.baseUrl).toBe("https://emb.example.com/v1?api_key=***&region=eu");
   expect(config.embedding.model).toBe("text-embed-1");
   expect(config.vectorStore.apiKey).toBe(MASK);
-  expect(config.vectorStore.url).toBe("https://admin:***@qdrant.example.com:6333/");
+  expect(config.vectorStore.url).toBe("https://admin:***@qdrant.example.com:6333");
   expect(config.retrieval.reranker).toEqual({
     type: "cohere",
     model: "rerank-v3",
     apiKey: MASK,
-    baseUrl: "https://rerank.example.com/?token=***",
+    baseUrl: "https://rerank.example.com?token=***",
   });
   expect(config.retrieval.expansionLlm).toEqual({
     baseUrl: "https://bot:***@llm.example.com/v1",
     model: "gpt-mini",
     apiKey: MASK,
   });
-  expect(config.extraction?.slack?.workspaceUrl).toBe("https://acme.slack.com/");
+  expect(config.extraction?.slack?.workspaceUrl).toBe("https://acme.slack.com");
 }
 
 beforeAll(async () => {
@@ -199,7 +199,7 @@ describe("outputs", () => {
     try {
       const text = formatKb(lib.getKb("vault"), lib.counts("vault"));
       expect(text).not.toMatch(SECRETS);
-      expect(text).toContain("store:      qdrant https://admin:***@qdrant.example.com:6333/");
+      expect(text).toContain("store:      qdrant https://admin:***@qdrant.example.com:6333,");
       expect(text).toContain("embedding:  openai-compatible:text-embed-1");
     } finally {
       await lib.close();
