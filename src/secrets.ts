@@ -60,23 +60,12 @@ function isSecretParam(name: string): boolean {
 
 /**
  * `url` with its password and the values of secret query parameters
- * (`key`, `api_key`, `token`, `secret`, `password`, `sig`, …) replaced by `***`;
- * the text unchanged when it is not a URL.
+ * (`key`, `api_key`, `token`, `secret`, `password`, `sig`, …) replaced by `***`,
+ * otherwise exactly as given (not re-serialised); any text that is not a URL
+ * goes through {@link redactText}.
  */
 export function maskUrl(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return redactText(url);
-  }
-  if (!u.host) return redactText(url);
-  if (u.password) u.password = MASK;
-  for (const key of [...u.searchParams.keys()]) {
-    if (isSecretParam(key)) u.searchParams.set(key, MASK);
-  }
-  // URLSearchParams encodes `*`: keep the mask readable.
-  return u.toString().replace(/%2A%2A%2A/gi, MASK);
+  return redactText(url);
 }
 
 /** `scheme://user:password@` (the password is masked). */
@@ -116,8 +105,7 @@ export function redactText(text: string): string {
 /**
  * A deep copy of `value` fit to print or send: every field whose name is a secret
  * ({@link isSecretKey}) holding anything but an empty value becomes `***`, and every
- * other string has the credentials of URLs and free text masked ({@link redactText};
- * `*Url`/`url` fields through {@link maskUrl}). Arrays and nested objects are
+ * other string has the credentials of URLs and free text masked ({@link redactText}). Arrays and nested objects are
  * walked; the input is not changed. Use it on configurations and error details,
  * not on document text.
  */
@@ -129,9 +117,7 @@ function walk(value: unknown, key: string | undefined, seen: WeakSet<object>): u
   if (key !== undefined && isSecretKey(key) && value !== undefined && value !== null && value !== "") {
     return MASK;
   }
-  if (typeof value === "string") {
-    return key !== undefined && /url$|uri$|endpoint$|host$/i.test(key) ? maskUrl(value) : redactText(value);
-  }
+  if (typeof value === "string") return redactText(value);
   if (typeof value !== "object" || value === null) return value;
   if (seen.has(value)) return "[circular]";
   seen.add(value);
