@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { ExtractionError } from "../errors.js";
 import { extractBytes } from "../extract/index.js";
 import type { KnowledgeLayer } from "../knowledge-layer.js";
+import { redactText } from "../secrets.js";
 import type { ExtractedDocument } from "../types.js";
 import { deleteDocuments, documentIdsOfSource } from "./documents.js";
 import { tenantText } from "./tenancy.js";
@@ -408,10 +409,10 @@ function listNames(names: string[]): string {
   return names.length > 10 ? `${shown.join(", ")} and ${names.length - 10} more` : shown.join(", ");
 }
 
-/** A failure reason fit for the client: an extraction error's reason, else the message. */
+/** A failure reason fit for the client: an extraction error's reason, else the message; secrets masked. */
 function reasonOf(error: unknown, tenant: string): string {
-  if (error instanceof ExtractionError) return error.reason;
-  return tenantText(error instanceof Error ? error.message : String(error), tenant);
+  if (error instanceof ExtractionError) return redactText(error.reason);
+  return redactText(tenantText(error instanceof Error ? error.message : String(error), tenant));
 }
 
 function view(job: Job): JobView {
