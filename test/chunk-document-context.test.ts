@@ -81,7 +81,7 @@ describe("the title is not embedded twice (item 6)", () => {
         async (text, size, m) => {
           for (const c of await chunk(text, config(size, Math.floor((size * m) / 4)))) {
             const lead = markdownHeadings(chunkBody(c))[0];
-            if (!lead || lead.start !== 0 || !c.contextPrefix) continue;
+            if (lead?.start !== 0 || !c.contextPrefix) continue;
             const parts = c.contextPrefix.split(" > ");
             expect(parts[parts.length - 1], JSON.stringify(chunkBody(c))).not.toBe(lead.title);
           }

@@ -117,6 +117,7 @@ describe("every non-whitespace code unit lies in a chunk", () => {
           strategy: "auto",
           chunkSize,
           chunkOverlap: 0,
+          minChunkSize: 0,
           embeddingSemantic: { maxSize: chunkSize, fallbackSize: chunkSize, fallbackOverlap: 0, minSize: 0 },
         };
         const chunks = await run(strategy, d, c);
@@ -133,7 +134,12 @@ describe("every non-whitespace code unit lies in a chunk", () => {
 
   test("a BOM, word joiner or ZWNJ at a chunk edge is kept, not trimmed", async () => {
     const text = "\ufeffStart.\n\nword\u2060\n\n\u200cend";
-    const chunks = await run("semantic", doc(text), { strategy: "auto", chunkSize: 8, chunkOverlap: 0 });
+    const chunks = await run("semantic", doc(text), {
+      strategy: "auto",
+      chunkSize: 8,
+      chunkOverlap: 0,
+      minChunkSize: 0,
+    });
     expect(chunks.map((c) => text.slice(c.start, c.end))).toEqual([
       "\ufeffStart.",
       "word\u2060",
@@ -153,6 +159,7 @@ describe("every non-whitespace code unit lies in a chunk", () => {
             strategy: "auto",
             chunkSize,
             chunkOverlap: Math.min(chunkSize - 1, Math.floor(chunkSize * o)),
+            minChunkSize: 0,
             embeddingSemantic: {
               maxSize: chunkSize,
               fallbackSize: chunkSize,

@@ -199,7 +199,7 @@ describe("the DOCUMENT chunker never cuts inside a heading that fits", () => {
     // The heading is 45 characters: every size from 90 leaves it at most half the chunk.
     for (const size of [90, 100, 120, 200, 400]) {
       const d = doc(text, "markdown");
-      const config = { strategy: "document" as const, chunkSize: size, chunkOverlap: 0 };
+      const config = { strategy: "document" as const, chunkSize: size, chunkOverlap: 0, minChunkSize: 0 };
       const chunks = await createChunker(config).chunk(d);
       checkInvariants(d, chunks, config);
       const h0 = text.indexOf("Installation");
