@@ -439,21 +439,27 @@ describe("DOCUMENT", () => {
     expect(merged[0]?.text).toBe(text);
   });
 
-  test("a chunk that starts with two sibling headings takes the heading path where it starts", async () => {
+  test("a chunk that starts with two sibling headings cites both (issue 13 item 7)", async () => {
     // A DOCX with a Title style gives this shape: `# Title`, then `# First heading`.
+    // The merged chunk covers two top-level sections: it shares no heading path with them
+    // (headingPath []), and metadata.headings names both; text before them adds no heading.
     const text = "# Title\n\n# Intro\n\nx\n\n## Details\n\ny\n";
     for (const lead of ["", "Preamble.\n\n"]) {
       const d = doc(lead + text, "markdown");
       const chunks = await run("document", d, cfg(1500, 150, 500));
       checkInvariants(d, chunks, cfg(1500, 150, 500));
-      expect(chunks.map((c) => [chunkBody(c), c.contextPrefix, c.metadata.headingPath])).toEqual([
-        [`${lead}# Title\n\n# Intro\n\nx`, undefined, ["Title"]],
-        ["## Details\n\ny", "Intro", ["Intro", "Details"]],
+      expect(
+        chunks.map((c) => [chunkBody(c), c.contextPrefix, c.metadata.headingPath, c.metadata.headings]),
+      ).toEqual([
+        [`${lead}# Title\n\n# Intro\n\nx`, undefined, [], [["Title"], ["Intro"]]],
+        ["## Details\n\ny", "Intro", ["Intro", "Details"], undefined],
       ]);
     }
-    // Small top-level siblings still merge into one chunk, named after the first one.
+    // Small top-level siblings still merge into one chunk, which names each of them.
     const siblings = await run("document", doc("# A\n\na\n\n# B\n\nb\n", "markdown"), cfg(1500, 150, 500));
-    expect(siblings.map((c) => [c.contextPrefix, c.metadata.headingPath])).toEqual([[undefined, ["A"]]]);
+    expect(siblings.map((c) => [c.contextPrefix, c.metadata.headingPath, c.metadata.headings])).toEqual([
+      [undefined, [], [["A"], ["B"]]],
+    ]);
   });
 
   test("a heading without content joins its first subsection", async () => {

@@ -257,26 +257,29 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
 /**
  * Splits Markdown `doc.text` into DOCUMENT chunks (chunkType `section`).
  *
- * Sections are a heading plus its content up to the next heading (ATX `#`..`######`,
- * Setext, or a plain-text title line in capitals ending with a colon such as
- * `TERMS AND CONDITIONS:`, nested one level under the current Markdown heading;
- * heading-like lines inside fenced code — ``` or ~~~, any fence length — are ignored). A heading with no content
+ * Sections are a heading plus its content up to the next heading: ATX and setext
+ * headings as CommonMark 0.31.2 §4.2/§4.3 define them (see {@link parseMarkdownBlocks};
+ * nothing inside fenced or indented code; `---` after a blank line is a thematic
+ * break), or a plain-text title line in capitals ending with a colon such as
+ * `TERMS AND CONDITIONS:`, nested one level under the current Markdown heading. A heading with no content
  * of its own joins the following subsection; with `minSize` > 0, consecutive
- * sibling sections shorter than `minSize` merge while they fit (headingPath then is
- * their parent's path, or for top-level siblings the first sibling's path, since
- * an empty path means text before the first heading; the prefix is the parent
- * path). A section longer than the budget is split block-aware:
- * whole paragraphs/fences/tables are grouped; an oversized paragraph is cut at
+ * sibling sections shorter than `minSize` merge while they fit: `headingPath` is
+ * then the path they share (their parent's, `[]` for top-level siblings) and
+ * `metadata.headings` the path of each merged section, so a citation names them
+ * all. A section longer than the budget is split block-aware: whole
+ * paragraphs/fences/indented code/tables are grouped; an oversized paragraph is cut at
  * sentence ends, an oversized fence at line boundaries, an oversized table between
- * rows with the header row repeated in the continuation chunks' prefix.
+ * rows with the header row repeated in the continuation chunks' prefix; a heading
+ * (a setext heading's text lines and underline are one block) is never cut unless
+ * it alone exceeds the budget.
  *
  * Every chunk's `contextPrefix` is its heading path (`Guide > Install > Linux`,
  * leading headings elided as `… >` when it would exceed half of `limits.size`),
- * without the trailing headings whose lines the chunk itself starts with (so a
- * heading is never embedded twice); `metadata.headingPath` is the full path as a
- * `string[]`; text before the first heading has
- * no prefix and `headingPath: []`. The body budget leaves room for the prefix, so
- * `text.length ≤ limits.size` as long as `limits.size` ≥ about 10.
+ * without the headings whose lines the chunk itself starts with — carried parent
+ * headings and the document title included — so a heading is never embedded
+ * twice; `metadata.headingPath` is the full path as a `string[]`; text before the
+ * first heading has no prefix and `headingPath: []`. The body budget leaves room
+ * for the prefix, so `text.length ≤ limits.size` as long as `limits.size` ≥ about 10.
  */
 export function chunkMarkdown(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
   const parents: ParentPaths = new Map();

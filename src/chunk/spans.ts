@@ -496,14 +496,17 @@ export function mergeTinyChunks(doc: ExtractedDocument, chunks: Chunk[], limits:
 /**
  * Metadata of chunk `a` merged with its neighbour `b`: `a`'s, and when either
  * covers several sections (`metadata.headings`), the headings of both in order
- * (a chunk without `headings` covers its own `headingPath`), without repeats.
+ * (a chunk without `headings` covers its own `headingPath`), without repeats
+ * and without the empty path of text before the first heading.
  */
 function mergedMetadata(a: Chunk, b: Chunk): Record<string, unknown> {
   const covered = (c: Chunk): string[][] | undefined => c.metadata.headings as string[][] | undefined;
   if (covered(a) === undefined && covered(b) === undefined) return a.metadata;
   const all = [a, b].flatMap((c) => covered(c) ?? [(c.metadata.headingPath as string[] | undefined) ?? []]);
   const seen = new Set<string>();
+  // Text before the first heading (path `[]`) is under no heading: it names none.
   const headings = all.filter((p) => {
+    if (p.length === 0) return false;
     const key = p.join("\u0000");
     if (seen.has(key)) return false;
     seen.add(key);
