@@ -241,7 +241,8 @@ export class ConversationMemory {
       ...toMemory(row),
       score: cosineSimilarity(queryVector, vectors[i] as Float32Array),
     }));
-    scored.sort((a, b) => b.score - a.score || b.at.localeCompare(a.at) || b.id - a.id);
+    // ISO timestamps compare by code unit (no localeCompare: no host locale).
+    scored.sort((a, b) => b.score - a.score || (b.at < a.at ? -1 : b.at > a.at ? 1 : 0) || b.id - a.id);
     const passing = scored.filter((m) => m.score >= threshold);
     if (passing.length > 0 || !options.fallback) return passing.slice(0, topK);
     return scored.slice(0, topK).map((m) => ({ ...m, belowThreshold: true }));

@@ -136,7 +136,8 @@ class Ruler {
   }
 }
 
-const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+// A fixed locale: chunk boundaries never depend on the host's LANG.
+const graphemes = new Intl.Segmenter("en", { granularity: "grapheme" });
 
 function isBreak(code: number): boolean {
   return code === 10 || code === 13;

@@ -167,8 +167,9 @@ export async function hashPath(path: string): Promise<string> {
     return hash.digest("hex");
   }
   const walk = async (dir: string, rel: string): Promise<void> => {
+    // Code-unit order, not localeCompare: the hash must not depend on the host's locale.
     const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
-      a.name.localeCompare(b.name),
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
     );
     for (const entry of entries) {
       const full = join(dir, entry.name);
