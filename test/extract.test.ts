@@ -663,8 +663,11 @@ describe("discoverSources", () => {
       "03-invalid.pdf",
       "04-valid.pdf",
       "05-versions-space.pdf",
+      "LICENSE.pdf-parse",
     ]);
-    expect(pdfs.skipped.map((s) => s.reason)).toEqual(["unsupported file type (.pdf-parse)"]);
+    // The licence has an unknown extension and text content: sniffed as text.
+    expect(pdfs.sources.at(-1)?.type).toBe("text");
+    expect(pdfs.skipped).toEqual([]);
   });
 
   it("throws a KnowledgeLayerError naming a missing path", async () => {

@@ -3,7 +3,7 @@
  * ({@link discoverSources}) and turn one source into documents ({@link extractFile}).
  */
 import { lstat, open, readdir, readFile, realpath, stat } from "node:fs/promises";
-import { extname, join, relative, resolve, sep } from "node:path";
+import { basename, extname, join, relative, resolve, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { ExtractionError, KnowledgeLayerError } from "../errors.js";
 import type { ExtractedDocument, SourceType } from "../types.js";
@@ -15,7 +15,7 @@ import {
   type ResolvedExtractOptions,
   resolveExtractOptions,
 } from "./contract.js";
-import { detectSourceType, detectSourceTypeOf, isSlackExport } from "./detect.js";
+import { detectSourceType, detectSourceTypeOf, isSlackExport, unsupportedReason } from "./detect.js";
 import { docxExtractor } from "./docx.js";
 import { emailExtractor } from "./email.js";
 import { htmlExtractor } from "./html.js";
@@ -44,6 +44,8 @@ export {
   languageForPath,
   looksLikeEmail,
   looksLikeSlackHistory,
+  looksLikeText,
+  unsupportedReason,
 } from "./detect.js";
 export { docxExtractor } from "./docx.js";
 export { type AttachmentInfo, emailExtractor } from "./email.js";
@@ -162,7 +164,7 @@ export async function extractFile(
   }
   const resolved = type ?? detectSourceType(abs);
   if (resolved === undefined) {
-    throw new ExtractionError(abs, `unsupported file type (${extname(abs) || "no extension"})`);
+    throw new ExtractionError(abs, unsupportedReason(basename(abs)));
   }
   if (!info.isDirectory() && !info.isFile()) {
     throw new ExtractionError(abs, "not a regular file (a pipe, socket or device)");
@@ -262,8 +264,7 @@ function isIgnored(path: string, isDir: boolean, scopes: IgnoreScope[]): boolean
 async function classifyFile(path: string, out: Discovery): Promise<void> {
   const type = detectSourceType(path);
   if (type === undefined) {
-    const ext = extname(path);
-    out.skipped.push({ path, reason: `unsupported file type (${ext || "no extension"})` });
+    out.skipped.push({ path, reason: unsupportedReason(basename(path)) });
     return;
   }
   if (!BINARY_FORMATS.has(type) && (await isBinaryFile(path))) {
