@@ -169,9 +169,11 @@ export function languageForPath(path: string): string | undefined {
 /**
  * Extensions never sniffed as text: keys, certificates and signatures (secrets,
  * or base64 without words to search), machine-written lock, checksum and
- * source-map files, and vector graphics whose first kilobytes are text but
- * whose content is drawing commands (Illustrator, PostScript, SVG). Binary
- * formats need no entry: their bytes fail the sniff.
+ * source-map files, vector graphics whose first kilobytes are text but whose
+ * content is drawing commands (Illustrator, PostScript, SVG), and common binary
+ * formats (images, audio, video, archives, executables, fonts, office files this
+ * library does not read), so a file named as one is never read as text even when
+ * its bytes happen to be (a test fixture, a truncated download).
  */
 const NOT_SNIFFED_EXTENSIONS = new Set([
   ".pem",
@@ -195,6 +197,12 @@ const NOT_SNIFFED_EXTENSIONS = new Set([
   ".eps",
   ".ps",
   ".svg",
+  ...[".jpg", ".jpeg", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".ico", ".heic", ".psd"],
+  ...[".mp3", ".wav", ".flac", ".ogg", ".m4a", ".mp4", ".mov", ".avi", ".mkv", ".webm"],
+  ...[".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".jar", ".war", ".whl"],
+  ...[".exe", ".dll", ".so", ".dylib", ".o", ".a", ".class", ".pyc", ".wasm", ".bin"],
+  ...[".ttf", ".otf", ".woff", ".woff2", ".sqlite", ".db"],
+  ...[".doc", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".rtf"],
 ]);
 
 /**
@@ -365,7 +373,8 @@ export function detectSourceType(path: string): SourceType | undefined {
  * from its file name, its first bytes and, when the name says nothing, its MIME
  * type. Rules as in {@link detectSourceType} (a `.zip` is Slack when its central
  * directory names `channels.json` and `users.json`); the MIME type is consulted
- * before the plain-text sniff.
+ * before the plain-text sniff, which runs only when the MIME type is absent,
+ * `application/octet-stream` or `text/*`.
  * @returns the type, or `undefined` when unsupported. Never throws.
  */
 export function detectSourceTypeOf(
@@ -384,7 +393,9 @@ export function detectSourceTypeOf(
   const mime = (contentType ?? "").toLowerCase().split(";")[0]?.trim() ?? "";
   const byMime = MIME_TYPES[mime];
   if (byMime) return byMime;
-  return mayBeSniffedAsText(name) && looksLikeText(head) ? "text" : undefined;
+  // A MIME type naming another format (application/pgp-signature, image/png) is believed.
+  const mimeAllowsText = mime === "" || mime === "application/octet-stream" || mime.startsWith("text/");
+  return mimeAllowsText && mayBeSniffedAsText(name) && looksLikeText(head) ? "text" : undefined;
 }
 
 /** MIME types of the supported formats, for content without a telling file name. */
