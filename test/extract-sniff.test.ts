@@ -145,6 +145,12 @@ describe("in-memory content (uploads, attachments) without an extension", () => 
     expect(detectSourceTypeOf("tang300", Buffer.from(TANG))).toBe("text");
     expect(detectSourceTypeOf("page", Buffer.from("<p>Hi</p>"), "text/html")).toBe("html");
     expect(detectSourceTypeOf("blob", noisyBytes(), "application/octet-stream")).toBeUndefined();
+    expect(detectSourceTypeOf("upload", Buffer.from(TANG), "application/octet-stream")).toBe("text");
+    // A MIME type that names a format this library does not read is believed.
+    expect(detectSourceTypeOf("attachment", Buffer.from("<bold>Hi</bold>"), "text/enriched")).toBeUndefined();
+    expect(
+      detectSourceTypeOf("signature.asc", Buffer.from("-----BEGIN PGP SIGNATURE-----\n")),
+    ).toBeUndefined();
     const [doc] = await extractBytes("song100", Buffer.from(SONG, "latin1"));
     expect(doc?.text).toBe(SONG);
     expect(doc?.metadata.type).toBe("text");

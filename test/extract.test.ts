@@ -75,7 +75,8 @@ describe("detectSourceType", () => {
       writeFileSync(join(dir, "mailbox"), readFileSync(spam));
       writeFileSync(join(dir, "NOTES"), "From the desk of nobody\njust text\n");
       expect(detectSourceType(join(dir, "mailbox"))).toBe("email");
-      expect(detectSourceType(join(dir, "NOTES"))).toBeUndefined();
+      // Not mail (no header lines after the `From ` line), but text: sniffed as text.
+      expect(detectSourceType(join(dir, "NOTES"))).toBe("text");
     } finally {
       cleanup();
     }

@@ -373,8 +373,9 @@ export function detectSourceType(path: string): SourceType | undefined {
  * from its file name, its first bytes and, when the name says nothing, its MIME
  * type. Rules as in {@link detectSourceType} (a `.zip` is Slack when its central
  * directory names `channels.json` and `users.json`); the MIME type is consulted
- * before the plain-text sniff, which runs only when the MIME type is absent,
- * `application/octet-stream` or `text/*`.
+ * before the plain-text sniff, which runs only when the MIME type is absent or
+ * `application/octet-stream` (a named format such as `text/enriched` or
+ * `application/pgp-signature` is not read as plain text).
  * @returns the type, or `undefined` when unsupported. Never throws.
  */
 export function detectSourceTypeOf(
@@ -393,8 +394,9 @@ export function detectSourceTypeOf(
   const mime = (contentType ?? "").toLowerCase().split(";")[0]?.trim() ?? "";
   const byMime = MIME_TYPES[mime];
   if (byMime) return byMime;
-  // A MIME type naming another format (application/pgp-signature, image/png) is believed.
-  const mimeAllowsText = mime === "" || mime === "application/octet-stream" || mime.startsWith("text/");
+  // A MIME type naming a format (application/pgp-signature, image/png, text/enriched) is believed:
+  // only content of no or the generic type is sniffed.
+  const mimeAllowsText = mime === "" || mime === "application/octet-stream";
   return mimeAllowsText && mayBeSniffedAsText(name) && looksLikeText(head) ? "text" : undefined;
 }
 
