@@ -1,3 +1,5 @@
+import { displayName } from "./display.js";
+
 /**
  * Error raised for invalid user input or configuration: a bad parameter, an
  * unknown knowledge base, an unreadable file. The message names the input and
@@ -18,14 +20,18 @@ export class ConfigError extends KnowledgeLayerError {
   }
 }
 
-/** Raised when a file cannot be parsed into text. `path` names the file. */
+/**
+ * Raised when a file cannot be parsed into text. `path` names the file (as
+ * given); the message shows it with {@link displayName}, so a name holding a
+ * line break or an escape sequence stays on one line.
+ */
 export class ExtractionError extends KnowledgeLayerError {
   constructor(
     readonly path: string,
     readonly reason: string,
     options?: { cause?: unknown },
   ) {
-    super(`${path}: ${reason}`, options);
+    super(`${displayName(path)}: ${reason}`, options);
     this.name = "ExtractionError";
   }
 }

@@ -75,7 +75,8 @@ describe("detectSourceType", () => {
       writeFileSync(join(dir, "mailbox"), readFileSync(spam));
       writeFileSync(join(dir, "NOTES"), "From the desk of nobody\njust text\n");
       expect(detectSourceType(join(dir, "mailbox"))).toBe("email");
-      expect(detectSourceType(join(dir, "NOTES"))).toBeUndefined();
+      // Not mail (no header lines after the `From ` line), but text: sniffed as text.
+      expect(detectSourceType(join(dir, "NOTES"))).toBe("text");
     } finally {
       cleanup();
     }
@@ -663,8 +664,11 @@ describe("discoverSources", () => {
       "03-invalid.pdf",
       "04-valid.pdf",
       "05-versions-space.pdf",
+      "LICENSE.pdf-parse",
     ]);
-    expect(pdfs.skipped.map((s) => s.reason)).toEqual(["unsupported file type (.pdf-parse)"]);
+    // The licence has an unknown extension and text content: sniffed as text.
+    expect(pdfs.sources.at(-1)?.type).toBe("text");
+    expect(pdfs.skipped).toEqual([]);
   });
 
   it("throws a KnowledgeLayerError naming a missing path", async () => {

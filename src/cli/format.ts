@@ -2,6 +2,7 @@ import cliProgress from "cli-progress";
 import type { SizeMeasure } from "../chunk/measure.js";
 import { validateChunkingConfig } from "../chunk/spans.js";
 import type { ChunkingConfig } from "../config.js";
+import { displayName } from "../display.js";
 import { type ExtractOptions, resolveExtractOptions } from "../extract/contract.js";
 import { formatBytes } from "../extract/util.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
@@ -54,7 +55,7 @@ export class ProgressReporter {
       this.start("ingest", event.total);
     } else if (event.phase === "source") {
       if (!this.bar) this.start("ingest", event.total);
-      this.bar?.update(event.done, { item: shorten(event.path) });
+      this.bar?.update(event.done, { item: shorten(displayName(event.path)) });
     } else if (event.phase === "vectors") {
       if (this.label !== event.label) this.start(event.label, event.total);
       this.bar?.update(event.done, { item: "" });
@@ -117,10 +118,10 @@ export function formatIngestSummary(s: IngestSummary): string {
     lines.push(
       "stopped before the end: the counts above were committed; run the same command again to finish",
     );
-  for (const w of s.warnings) lines.push(`  warning ${w.path}: ${w.reason}`);
-  for (const e of s.errors) lines.push(`  error   ${e.path}: ${e.reason}`);
-  for (const p of s.removed) lines.push(`  removed ${p}`);
-  for (const e of s.skipped.slice(0, 20)) lines.push(`  skipped ${e.path}: ${e.reason}`);
+  for (const w of s.warnings) lines.push(`  warning ${displayName(w.path)}: ${w.reason}`);
+  for (const e of s.errors) lines.push(`  error   ${displayName(e.path)}: ${e.reason}`);
+  for (const p of s.removed) lines.push(`  removed ${displayName(p)}`);
+  for (const e of s.skipped.slice(0, 20)) lines.push(`  skipped ${displayName(e.path)}: ${e.reason}`);
   if (s.skipped.length > 20) lines.push(`  … and ${s.skipped.length - 20} more skipped`);
   return terminalSafe(lines.join("\n"));
 }
@@ -143,7 +144,9 @@ export function formatSearchResults(r: SearchResponse): string {
       end: x.chunk.end,
     });
     out.push(`${x.rank}. [${x.score.toFixed(4)}] ${citation}${r.kbs.length > 1 ? `  (kb ${x.kb})` : ""}`);
-    out.push(`   ${x.source.title ? `${x.source.title} · ` : ""}${x.source.type} · ${parts.join(", ")}`);
+    out.push(
+      `   ${x.source.title ? `${displayName(x.source.title)} · ` : ""}${x.source.type} · ${parts.join(", ")}`,
+    );
     if (x.source.link) out.push(`   ${x.source.link}`);
     if (x.belowThreshold) out.push("   (below the score threshold: returned as a fallback)");
     if (x.explain) out.push(`   explain: ${explainLine(x.explain)}`);
@@ -255,7 +258,9 @@ export interface ChunkedDocument {
 export function formatChunks(docs: ChunkedDocument[], measure: SizeMeasure): string {
   const lines: string[] = [];
   for (const { doc, chunks } of docs) {
-    lines.push(`${doc.uri} (${doc.metadata.type}, ${doc.text.length} chars): ${chunks.length} chunks`);
+    lines.push(
+      `${displayName(doc.uri)} (${doc.metadata.type}, ${doc.text.length} chars): ${chunks.length} chunks`,
+    );
     for (const c of chunks) {
       const unit = measure.unit === "chars" ? "chars" : `${measure.name} tokens`;
       const info = [
@@ -283,7 +288,7 @@ export function formatExtracted(docs: ExtractedDocument[]): string {
   const lines: string[] = [];
   for (const doc of docs) {
     lines.push(
-      `── ${doc.uri} (${doc.text.length} chars${doc.segments ? `, ${doc.segments.length} segments` : ""}) ──`,
+      `── ${displayName(doc.uri)} (${doc.text.length} chars${doc.segments ? `, ${doc.segments.length} segments` : ""}) ──`,
     );
     for (const [key, value] of Object.entries(doc.metadata)) {
       if (value === undefined) continue;

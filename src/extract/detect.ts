@@ -1,10 +1,12 @@
 /**
  * Source-type detection: by file extension, with a content sniff for mail files
- * that carry no `.eml` extension (mbox-style files starting with a `From ` line).
+ * that carry no `.eml` extension (mbox-style files starting with a `From ` line)
+ * and for plain text in files without a known extension (`tang300`, `NOTES`).
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { basename, extname, join } from "node:path";
 import type { SourceType } from "../types.js";
+import { decodeLegacy } from "./util.js";
 
 /** Extensions (lower case, with dot) of the document formats. */
 const DOCUMENT_EXTENSIONS: Readonly<Record<string, SourceType>> = {
@@ -18,6 +20,17 @@ const DOCUMENT_EXTENSIONS: Readonly<Record<string, SourceType>> = {
   ".adoc": "text",
   ".asciidoc": "text",
   ".org": "text",
+  ".csv": "text",
+  ".tsv": "text",
+  ".srt": "text",
+  ".vtt": "text",
+  ".tex": "text",
+  ".ltx": "text",
+  ".bib": "text",
+  ".properties": "text",
+  ".nfo": "text",
+  ".diff": "text",
+  ".patch": "text",
   ".html": "html",
   ".htm": "html",
   ".xhtml": "html",
@@ -153,6 +166,111 @@ export function languageForPath(path: string): string | undefined {
   return CODE_LANGUAGES[extname(name).toLowerCase()];
 }
 
+/**
+ * Extensions never sniffed as text: keys, certificates and signatures (secrets,
+ * or base64 without words to search), machine-written lock, checksum and
+ * source-map files, vector graphics whose first kilobytes are text but whose
+ * content is drawing commands (Illustrator, PostScript, SVG), and common binary
+ * formats (images, audio, video, archives, executables, fonts, office files this
+ * library does not read), so a file named as one is never read as text even when
+ * its bytes happen to be (a test fixture, a truncated download).
+ */
+const NOT_SNIFFED_EXTENSIONS = new Set([
+  ".pem",
+  ".key",
+  ".csr",
+  ".crt",
+  ".cer",
+  ".der",
+  ".p12",
+  ".pfx",
+  ".jks",
+  ".keystore",
+  ".gpg",
+  ".pgp",
+  ".asc",
+  ".sig",
+  ".lock",
+  ".sum",
+  ".map",
+  ".ai",
+  ".eps",
+  ".ps",
+  ".svg",
+  ...[".jpg", ".jpeg", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".ico", ".heic", ".psd"],
+  ...[".mp3", ".wav", ".flac", ".ogg", ".m4a", ".mp4", ".mov", ".avi", ".mkv", ".webm"],
+  ...[".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".jar", ".war", ".whl"],
+  ...[".exe", ".dll", ".so", ".dylib", ".o", ".a", ".class", ".pyc", ".wasm", ".bin"],
+  ...[".ttf", ".otf", ".woff", ".woff2", ".sqlite", ".db"],
+  ...[".doc", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".rtf"],
+]);
+
+/**
+ * True when a file called `name` may be sniffed as plain text: it has no
+ * extension or one not known as another format, is not a hidden file (`.env`,
+ * `.netrc`, `.bash_history`: configuration and secrets more often than
+ * documents) and its extension is not one of {@link NOT_SNIFFED_EXTENSIONS}.
+ */
+function mayBeSniffedAsText(name: string): boolean {
+  if (name.startsWith(".")) return false;
+  return !NOT_SNIFFED_EXTENSIONS.has(extname(name).toLowerCase());
+}
+
+/** Largest share of control characters (or U+FFFD) in a sniffed head that still counts as text. */
+const MAX_CONTROL_SHARE = 0.02;
+
+/**
+ * C0 and C1 controls other than tab, line feed, vertical tab, form feed,
+ * carriage return and escape (terminal colours in logs are text; extraction
+ * strips them), DEL, and U+FFFD (bytes invalid in the detected charset).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: counting control characters is the point.
+const NOT_TEXT_CHARS = /[\u0000-\u0008\u000E-\u001A\u001C-\u001F\u007F-\u009F\uFFFD]/g;
+
+/**
+ * True when `head` (the first bytes of a file) is plain text: a UTF-16 byte
+ * order mark; or no NUL byte, and decoded as UTF-8 when it is valid UTF-8 (a
+ * character cut at the end of the head is not an error), else in the legacy
+ * charset chardet finds (Latin-1, Shift_JIS, GB18030…; see `detectCharset`), at
+ * most 2% of its characters are control characters or U+FFFD. A PEM private key
+ * (`-----BEGIN … PRIVATE KEY-----`) is never text, nor is a PDF or PostScript
+ * file (`%PDF-`, `%!PS`: text headers before binary or drawing streams). An
+ * empty head is not text.
+ */
+export function looksLikeText(head: Uint8Array): boolean {
+  if (head.length === 0) return false;
+  if (
+    head.length >= 2 &&
+    ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff))
+  ) {
+    return true;
+  }
+  if (head.includes(0)) return false;
+  const magic = Buffer.from(head.buffer, head.byteOffset, Math.min(head.byteLength, 8)).toString("latin1");
+  if (magic.startsWith("%PDF-") || magic.startsWith("%!PS")) return false;
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(head, { stream: true });
+  } catch {
+    text = decodeLegacy(head);
+  }
+  if (/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(text)) return false;
+  const bad = text.match(NOT_TEXT_CHARS)?.length ?? 0;
+  return bad <= MAX_CONTROL_SHARE * text.length;
+}
+
+/**
+ * Why a file called `name` has no source type, for skip lists and errors:
+ * `unsupported file type (.png)`, `unsupported file type (no extension, and not
+ * plain text)`, `unsupported file type (hidden file without an extension)`.
+ */
+export function unsupportedReason(name: string): string {
+  const ext = extname(name);
+  if (ext !== "") return `unsupported file type (${ext})`;
+  if (name.startsWith(".")) return "unsupported file type (hidden file without an extension)";
+  return "unsupported file type (no extension, and not plain text)";
+}
+
 /** Number of leading bytes read when sniffing a file's content. */
 const SNIFF_BYTES = 4096;
 
@@ -230,6 +348,9 @@ export function isSlackExport(dir: string): boolean {
  * unknown extension that starts with an mbox `From ` line followed by mail
  * headers, or directly with at least two RFC 5322 header lines (`Return-Path:`,
  * `Received:`, `From:` …), → email (the SpamAssassin corpus is stored this way).
+ * Any other file with no or an unknown extension whose head is text (see
+ * {@link looksLikeText}) → text, except hidden files (`.env`) and keys,
+ * certificates, lock, checksum and source-map files (`.pem`, `.lock`, `.sum`, `.map`).
  *
  * @returns the type, or `undefined` for an unsupported file (callers skip it).
  *   Never throws; an unreadable file is simply not sniffed.
@@ -251,7 +372,10 @@ export function detectSourceType(path: string): SourceType | undefined {
  * Detects the source type of in-memory content (an email attachment, an upload)
  * from its file name, its first bytes and, when the name says nothing, its MIME
  * type. Rules as in {@link detectSourceType} (a `.zip` is Slack when its central
- * directory names `channels.json` and `users.json`).
+ * directory names `channels.json` and `users.json`); the MIME type is consulted
+ * before the plain-text sniff, which runs only when the MIME type is absent or
+ * `application/octet-stream` (a named format such as `text/enriched` or
+ * `application/pgp-signature` is not read as plain text).
  * @returns the type, or `undefined` when unsupported. Never throws.
  */
 export function detectSourceTypeOf(
@@ -265,10 +389,15 @@ export function detectSourceTypeOf(
     const read = (position: number, length: number): Buffer => all.subarray(position, position + length);
     return zipLooksLikeSlack(read, all.length) ? "slack" : undefined;
   }
-  const byName = detectFromHead(name, () => head);
+  const byName = detectFromHead(name, () => head, false);
   if (byName) return byName;
   const mime = (contentType ?? "").toLowerCase().split(";")[0]?.trim() ?? "";
-  return MIME_TYPES[mime];
+  const byMime = MIME_TYPES[mime];
+  if (byMime) return byMime;
+  // A MIME type naming a format (application/pgp-signature, image/png, text/enriched) is believed:
+  // only content of no or the generic type is sniffed.
+  const mimeAllowsText = mime === "" || mime === "application/octet-stream";
+  return mimeAllowsText && mayBeSniffedAsText(name) && looksLikeText(head) ? "text" : undefined;
 }
 
 /** MIME types of the supported formats, for content without a telling file name. */
@@ -282,8 +411,11 @@ const MIME_TYPES: Readonly<Record<string, SourceType>> = {
   "message/rfc822": "email",
 };
 
-/** Type from a file name and (lazily read) first bytes; see {@link detectSourceType}. */
-function detectFromHead(name: string, head: () => Buffer): SourceType | undefined {
+/**
+ * Type from a file name and (lazily read) first bytes; see {@link detectSourceType}.
+ * `sniffText`: a file with no or an unknown extension whose head is text is `text`.
+ */
+function detectFromHead(name: string, head: () => Buffer, sniffText = true): SourceType | undefined {
   const ext = extname(name).toLowerCase();
   const byExt = DOCUMENT_EXTENSIONS[ext];
   if (byExt === "text") {
@@ -297,6 +429,7 @@ function detectFromHead(name: string, head: () => Buffer): SourceType | undefine
   const bytes = head();
   if (bytes.length === 0) return undefined;
   if (looksLikeEmail(bytes.toString("latin1"), true)) return "email";
+  if (sniffText && mayBeSniffedAsText(name) && looksLikeText(bytes)) return "text";
   return undefined;
 }
 

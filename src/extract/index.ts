@@ -3,8 +3,9 @@
  * ({@link discoverSources}) and turn one source into documents ({@link extractFile}).
  */
 import { lstat, open, readdir, readFile, realpath, stat } from "node:fs/promises";
-import { extname, join, relative, resolve, sep } from "node:path";
+import { basename, extname, join, relative, resolve, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
+import { displayName } from "../display.js";
 import { ExtractionError, KnowledgeLayerError } from "../errors.js";
 import type { ExtractedDocument, SourceType } from "../types.js";
 import { codeExtractor } from "./code.js";
@@ -15,7 +16,7 @@ import {
   type ResolvedExtractOptions,
   resolveExtractOptions,
 } from "./contract.js";
-import { detectSourceType, detectSourceTypeOf, isSlackExport } from "./detect.js";
+import { detectSourceType, detectSourceTypeOf, isSlackExport, unsupportedReason } from "./detect.js";
 import { docxExtractor } from "./docx.js";
 import { emailExtractor } from "./email.js";
 import { htmlExtractor } from "./html.js";
@@ -23,6 +24,7 @@ import { markdownExtractor } from "./markdown.js";
 import { pdfExtractor } from "./pdf.js";
 import { slackExtractor } from "./slack.js";
 import { textExtractor } from "./text.js";
+import { stripControlSequences } from "./util.js";
 
 export { codeExtractor } from "./code.js";
 export {
@@ -44,6 +46,8 @@ export {
   languageForPath,
   looksLikeEmail,
   looksLikeSlackHistory,
+  looksLikeText,
+  unsupportedReason,
 } from "./detect.js";
 export { docxExtractor } from "./docx.js";
 export { type AttachmentInfo, emailExtractor } from "./email.js";
@@ -71,6 +75,63 @@ const BINARY_FORMATS: ReadonlySet<SourceType> = new Set(["pdf", "docx", "slack"]
 /** How deep attachments nest (an email attached to an email attached to …) before they are only listed. */
 const MAX_NESTING = 3;
 
+/** Deepest metadata nesting (front matter objects) whose strings are cleaned. */
+const MAX_CLEAN_DEPTH = 32;
+
+/** `value` with control sequences stripped from every string in it (arrays and plain objects walked). */
+function cleanValue(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") return stripControlSequences(value).text;
+  if (depth >= MAX_CLEAN_DEPTH || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((v) => cleanValue(v, depth + 1));
+  if (Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = cleanValue(v, depth + 1);
+  return out;
+}
+
+/**
+ * Removes terminal escape sequences and other control characters (see
+ * `stripControlSequences`) from what every extractor returns, in one place: the
+ * text (segment bounds are remapped so they still cover the same text, and a
+ * segment left empty is dropped), the string values of the metadata and the
+ * warnings. The `uri` is an identity and is left alone. A document whose text was
+ * only control characters is dropped.
+ * @throws ExtractionError "file is empty" naming `name` when no document is left.
+ */
+export function cleanDocuments(name: string, docs: ExtractedDocument[]): ExtractedDocument[] {
+  const out: ExtractedDocument[] = [];
+  for (const doc of docs) {
+    const stripped = stripControlSequences(doc.text);
+    if (stripped.text.trim() === "" && doc.text.trim() !== "") continue;
+    const clean: ExtractedDocument = {
+      ...doc,
+      text: stripped.text,
+      metadata: cleanValue(doc.metadata) as ExtractedDocument["metadata"],
+    };
+    if (doc.segments) {
+      clean.segments = [];
+      for (const seg of doc.segments) {
+        const start = stripped.mapOffset(seg.start);
+        const end = stripped.mapOffset(seg.end);
+        if (end > start || seg.end <= seg.start) clean.segments.push({ ...seg, start, end });
+      }
+    }
+    if (doc.warnings) clean.warnings = doc.warnings.map((w) => stripControlSequences(w).text);
+    out.push(clean);
+  }
+  if (out.length === 0 && docs.length > 0) throw new ExtractionError(name, "file is empty");
+  return out;
+}
+
+/** Runs the extractor for `type` on `name` and cleans its documents ({@link cleanDocuments}). */
+async function runExtractor(
+  type: SourceType,
+  name: string,
+  ctx: ExtractContext,
+): Promise<ExtractedDocument[]> {
+  return cleanDocuments(name, await EXTRACTORS[type].extract(name, ctx));
+}
+
 /** The context for a source at nesting `depth`: options plus the nested-file extractor. */
 function contextFor(options: ResolvedExtractOptions, depth: number, bytes?: Uint8Array): ExtractContext {
   const ctx: ExtractContext = { options, bytes };
@@ -79,7 +140,7 @@ function contextFor(options: ResolvedExtractOptions, depth: number, bytes?: Uint
       const type = detectSourceTypeOf(name, nestedBytes, contentType);
       if (type === undefined || type === "slack") return undefined;
       if (!BINARY_FORMATS.has(type) && isBinaryBytes(nestedBytes)) return undefined;
-      return EXTRACTORS[type].extract(name, contextFor(options, depth + 1, nestedBytes));
+      return runExtractor(type, name, contextFor(options, depth + 1, nestedBytes));
     };
   }
   return ctx;
@@ -94,6 +155,8 @@ function contextFor(options: ResolvedExtractOptions, depth: number, bytes?: Uint
  * @param bytes the file content.
  * @param type source type; detected from `name`, the first bytes and `contentType` when omitted.
  * @param options limits and per-format options (see {@link ExtractOptions}).
+ * Terminal escape sequences and other control characters are removed from the
+ * text and metadata of every document ({@link cleanDocuments}).
  * @throws ExtractionError naming `name` when the type is unsupported, the content is
  *   binary, over a limit or cannot be parsed.
  */
@@ -121,7 +184,7 @@ export async function extractBytes(
       "binary file (a NUL byte in the first 8 KB and no UTF-16 byte order mark)",
     );
   }
-  return EXTRACTORS[resolved].extract(name, contextFor(resolvedOptions, 0, bytes));
+  return runExtractor(resolved, name, contextFor(resolvedOptions, 0, bytes));
 }
 
 /**
@@ -133,7 +196,8 @@ export async function extractBytes(
  * @param options limits (file size, archive size, pages, messages) and per-format
  *   options (Slack workspace URL, email attachments); see {@link ExtractOptions}.
  * @returns one document for most files; one per channel for a Slack export, one per
- *   message for an mbox, plus one per extracted attachment for an email.
+ *   message for an mbox, plus one per extracted attachment for an email; terminal
+ *   escape sequences and other control characters removed ({@link cleanDocuments}).
  * @throws ExtractionError naming the file when it does not exist, has an
  *   unsupported type, is binary (see `discoverSources`) or not a regular file, is
  *   over a limit, or cannot be parsed (corrupt, encrypted, empty…).
@@ -162,7 +226,7 @@ export async function extractFile(
   }
   const resolved = type ?? detectSourceType(abs);
   if (resolved === undefined) {
-    throw new ExtractionError(abs, `unsupported file type (${extname(abs) || "no extension"})`);
+    throw new ExtractionError(abs, unsupportedReason(basename(abs)));
   }
   if (!info.isDirectory() && !info.isFile()) {
     throw new ExtractionError(abs, "not a regular file (a pipe, socket or device)");
@@ -173,7 +237,7 @@ export async function extractFile(
       "binary file (a NUL byte in the first 8 KB and no UTF-16 byte order mark)",
     );
   }
-  return EXTRACTORS[resolved].extract(abs, contextFor(resolvedOptions, 0));
+  return runExtractor(resolved, abs, contextFor(resolvedOptions, 0));
 }
 
 /** {@link isBinaryFile} for content in memory. */
@@ -262,8 +326,7 @@ function isIgnored(path: string, isDir: boolean, scopes: IgnoreScope[]): boolean
 async function classifyFile(path: string, out: Discovery): Promise<void> {
   const type = detectSourceType(path);
   if (type === undefined) {
-    const ext = extname(path);
-    out.skipped.push({ path, reason: `unsupported file type (${ext || "no extension"})` });
+    out.skipped.push({ path, reason: unsupportedReason(basename(path)) });
     return;
   }
   if (!BINARY_FORMATS.has(type) && (await isBinaryFile(path))) {
@@ -401,7 +464,7 @@ export async function discoverSources(paths: string[]): Promise<Discovery> {
     try {
       info = await stat(abs);
     } catch (err) {
-      throw new KnowledgeLayerError(`path not found: ${abs}`, { cause: err });
+      throw new KnowledgeLayerError(`path not found: ${displayName(abs)}`, { cause: err });
     }
     if (info.isDirectory()) {
       if (isSlackExport(abs)) out.sources.push({ path: abs, type: "slack" });

@@ -67,16 +67,17 @@ const LIGATURES: Readonly<Record<string, string>> = {
  * Normalises text extracted from a PDF page:
  * - typographic ligatures U+FB00–U+FB06 become their letters (`ﬁ` → `fi`);
  * - soft hyphens are removed (a soft hyphen at a line end joins the word);
- * - end-of-line hyphenation is undone when the next line starts with a lower-case
- *   letter (`infor-\nmation` → `information`); when it starts with a digit or a
- *   capital the hyphen is kept and the lines are joined (`COVID-\n19` → `COVID-19`);
+ * - a hyphen at a line end between letters or digits joins the lines; it is
+ *   dropped only for typesetting hyphenation, see {@link dehyphenate}
+ *   (`infor-\nmation` → `information`, but `R-\nhelp` → `R-help`,
+ *   `COVID-\n19` → `COVID-19`, `e-\nmail` → `e-mail`);
  * - control characters other than tab and newline are dropped, runs of spaces and
  *   tabs collapse to one space, lines are trimmed, and at most one blank line is kept;
  * - dot leaders of a table of contents (`Title . . . . . . 94`, `Title........94`:
  *   four or more dots) become ` … `, so they do not flood keyword and vector search.
  */
 export function normalizePdfText(text: string): string {
-  return (
+  return dehyphenate(
     text
       .replace(/\r\n?/g, "\n")
       .replace(/[\uFB00-\uFB06]/g, (c) => LIGATURES[c] ?? c)
@@ -88,11 +89,45 @@ export function normalizePdfText(text: string): string {
       .replace(/ *\n */g, "\n")
       .replace(/\u00AD\n(?=\p{L})/gu, "")
       .replace(/\u00AD/g, "")
-      .replace(/(\p{L})-\n(?=\p{Ll})/gu, "$1")
-      .replace(/([\p{L}\p{N}])-\n(?=[\p{Lu}\p{N}])/gu, "$1-")
-      .replace(/\n{3,}/g, "\n\n")
-      .trim()
-  );
+      .replace(/\n{3,}/g, "\n\n"),
+  ).trim();
+}
+
+/** A word (letters and digits) followed by a hyphen at a line end, and the word starting the next line. */
+const LINE_END_HYPHEN = /([\p{L}\p{N}]+)-\n(?=([\p{L}\p{N}]+))/gu;
+
+/** Hyphenated compounds written within a line (`well-known`, `state-of-the-art`). */
+const COMPOUND = /[\p{L}\p{N}]+(?:-[\p{L}\p{N}]+)+/gu;
+
+/**
+ * Joins the lines of `text` that end with a hyphen between a word and the word
+ * starting the next line. The hyphen is a typesetter's and is dropped
+ * (`infor-\nmation` → `information`) only when the two characters before it are
+ * lower-case letters, the next line starts with a lower-case letter, and the
+ * same text does not write that pair hyphenated within a line (`well-known`
+ * elsewhere keeps `well-\nknown` → `well-known`). Otherwise the hyphen is part
+ * of the word and stays: after a capital or a digit (`R-help`, `COVID-19`,
+ * `B-tree`), after a one-letter prefix (`e-mail`, `x-axis`), or before a capital
+ * or digit (`pre-COVID`, `mid-1990s`), or ending a compound already hyphenated
+ * on its line (`state-of-the-\nart`). A line-final hyphen not between two words
+ * (a dash, a bullet) is left alone. Without a dictionary a compound broken at its
+ * own hyphen and written nowhere else on the page loses the hyphen.
+ */
+export function dehyphenate(text: string): string {
+  if (!text.includes("-\n")) return text;
+  const compounds = new Set<string>();
+  for (const [compound] of text.matchAll(COMPOUND)) {
+    const parts = compound.toLowerCase().split("-");
+    for (let i = 1; i < parts.length; i++) compounds.add(`${parts[i - 1]}-${parts[i]}`);
+  }
+  return text.replace(LINE_END_HYPHEN, (_match, before: string, after: string, offset: number) => {
+    const typeset =
+      text[offset - 1] !== "-" &&
+      /\p{Ll}\p{Ll}$/u.test(before) &&
+      /^\p{Ll}/u.test(after) &&
+      !compounds.has(`${before}-${after}`.toLowerCase());
+    return typeset ? before : `${before}-`;
+  });
 }
 
 /** Multiplies two PDF transformation matrices `[a b c d e f]` (m1 × m2). */

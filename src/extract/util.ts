@@ -481,3 +481,86 @@ export function asExtractionError(path: string, err: unknown, what: string): Ext
   const message = err instanceof Error ? err.message : String(err);
   return new ExtractionError(path, `${what}: ${message}`, { cause: err });
 }
+
+/**
+ * Terminal control sequences and other control characters, in the order tried:
+ * 1. string sequences (OSC `ESC ]`, DCS `ESC P`, SOS `ESC X`, PM `ESC ^`, APC
+ *    `ESC _`, or their 8-bit forms) up to BEL or ST (`ESC \` or U+009C) on the
+ *    same line, e.g. a hyperlink or window title;
+ * 2. CSI sequences (`ESC [` or U+009B, parameters, intermediates, a final byte),
+ *    e.g. colours `ESC[1;31m` and cursor moves `ESC[2K`;
+ * 3. any other escape sequence (`ESC (B`, `ESC 7`), or the introducer of an
+ *    unterminated one;
+ * 4. any other C0 or C1 control character, DEL included, except tab, line feed,
+ *    vertical tab, form feed and carriage return.
+ */
+const CONTROL_SEQUENCE = new RegExp(
+  [
+    "(?:\\u001B[\\]PX^_]|[\\u0090\\u0098\\u009D\\u009E\\u009F])[^\\u0007\\u001B\\u009C\\n]*(?:\\u0007|\\u001B\\\\|\\u009C)",
+    "(?:\\u001B\\[|\\u009B)[\\u0030-\\u003F]*[\\u0020-\\u002F]*[\\u0040-\\u007E]",
+    "\\u001B[\\u0020-\\u002F]*[\\u0030-\\u007E]",
+    "[\\u0000-\\u0008\\u000E-\\u001F\\u007F-\\u009F]",
+  ].join("|"),
+  "g",
+);
+
+/** True when `text` holds a character {@link stripControlSequences} may remove or replace. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const HAS_CONTROL = /[\u0000-\u0008\u000B\u000E-\u001F\u007F-\u009F]/;
+
+/** The result of {@link stripControlSequences}. */
+export interface StrippedText {
+  /** The text without control sequences. */
+  text: string;
+  /** Maps an offset into the original text to the offset of the same place in `text`. */
+  mapOffset: (offset: number) => number;
+  /** Code units removed. */
+  removed: number;
+}
+
+/**
+ * Removes terminal escape sequences (colours `ESC[…m`, cursor moves, OSC
+ * hyperlinks and titles) and every other C0/C1 control character except tab,
+ * line feed, form feed and carriage return from `text`; a vertical tab becomes a
+ * line feed (so the words it separates stay apart). See {@link CONTROL_SEQUENCE}
+ * for what counts as a sequence. `mapOffset` maps offsets of the original text
+ * (segment bounds) to the stripped text: an offset inside a removed sequence
+ * maps to where the sequence was. Linear in the input.
+ */
+export function stripControlSequences(text: string): StrippedText {
+  if (!HAS_CONTROL.test(text)) return { text, mapOffset: (o) => o, removed: 0 };
+  const starts: number[] = [];
+  const ends: number[] = [];
+  /** Code units removed before the end of each removed range. */
+  const cumulative: number[] = [];
+  let removed = 0;
+  const stripped = text
+    .replace(CONTROL_SEQUENCE, (match: string, offset: number) => {
+      starts.push(offset);
+      ends.push(offset + match.length);
+      removed += match.length;
+      cumulative.push(removed);
+      return "";
+    })
+    .replaceAll("\v", "\n");
+  const mapOffset = (offset: number): number => {
+    // The last removed range starting before `offset`.
+    let lo = 0;
+    let hi = starts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if ((starts[mid] as number) < offset) {
+        found = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    if (found < 0) return offset;
+    const before = (cumulative[found] as number) - ((ends[found] as number) - (starts[found] as number));
+    const inside = Math.min(offset, ends[found] as number) - (starts[found] as number);
+    return offset - before - inside;
+  };
+  return { text: stripped, mapOffset, removed };
+}

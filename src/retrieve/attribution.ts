@@ -1,4 +1,5 @@
 import { isAbsolute, relative } from "node:path";
+import { displayName } from "../display.js";
 import type { StoredChunk } from "../store/catalog.js";
 
 /**
@@ -96,7 +97,9 @@ export function attribute(chunk: StoredChunk): Attribution {
  * `docs/guide.md › Install › Linux (chunk 2/5, chars 1200–2650)`,
  * `paper.pdf p. 3–4 (…)`, `email "Subject" from a@b.c, 2002-08-22 (…)`, `#general @alice 2016-05-12 14:03 (…)`.
  * Paths are shown relative to `cwd` when inside it; with `cwd` null they stay
- * absolute (stable output, as in `--json`).
+ * absolute (stable output, as in `--json`). The path and attachment name go
+ * through `displayName`, so a name with a line break or an escape sequence is
+ * shown quoted and escaped and the citation stays one line.
  */
 export function formatCitation(
   a: Attribution,
@@ -105,7 +108,10 @@ export function formatCitation(
 ): string {
   const rel = cwd === null ? "" : relative(cwd, a.path);
   const shown = rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : a.path;
-  let head = a.attachmentName !== undefined ? `${shown} › attachment ${a.attachmentName}` : shown;
+  let head =
+    a.attachmentName !== undefined
+      ? `${displayName(shown)} › attachment ${displayName(a.attachmentName)}`
+      : displayName(shown);
   if (a.lineStart !== undefined && a.type === "code") {
     head +=
       a.lineEnd !== undefined && a.lineEnd !== a.lineStart

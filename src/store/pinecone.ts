@@ -1,9 +1,4 @@
-import {
-  type Index,
-  Pinecone,
-  type PineconeRecord,
-  type RecordMetadata,
-} from "@pinecone-database/pinecone";
+import { type Index, Pinecone, type PineconeRecord, type RecordMetadata } from "@pinecone-database/pinecone";
 import { KnowledgeLayerError } from "../errors.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
@@ -63,11 +58,10 @@ const FROM_PINECONE: Record<string, Metric> = { cosine: "cosine", euclidean: "eu
  * both `undefined` when the index is not a dense-vector index (a sparse index,
  * or one without a dimension).
  */
-export function denseShape(model: {
+export function denseShape(model: { dimension?: number; metric?: string; vectorType?: string }): {
   dimension?: number;
   metric?: string;
-  vectorType?: string;
-}): { dimension?: number; metric?: string } {
+} {
   const dense = model.vectorType === undefined || model.vectorType === "dense";
   if (!dense || typeof model.dimension !== "number" || typeof model.metric !== "string") return {};
   return { dimension: model.dimension, metric: model.metric };
