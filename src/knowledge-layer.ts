@@ -246,6 +246,11 @@ export class KnowledgeLayer {
    * the cache (await the result to know they are closed).
    */
   async close(): Promise<void> {
+    try {
+      this.store.closeSync();
+    } catch {
+      // An unsaved approximate index is rebuilt from the log on the next open.
+    }
     this.db.close();
     const stores = [...this.stores.values()];
     this.stores.clear();

@@ -50,6 +50,12 @@ export interface VectorSearchOptions {
   filter?: Payload;
   /** Hits with a score below this are dropped (0 means 0). */
   scoreThreshold?: number;
+  /**
+   * Scan every vector instead of using an approximate index. Stores that only
+   * search exactly ignore it; the embedded store otherwise chooses (exact for small
+   * collections and very selective filters, HNSW with exact rescoring above).
+   */
+  exact?: boolean;
 }
 
 /** Collection description returned by {@link VectorStore.info}. */

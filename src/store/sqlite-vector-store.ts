@@ -1,4 +1,5 @@
 import { KnowledgeLayerError } from "../errors.js";
+import { AnnIndexes, type AnnOptions, ensureAnnSchema } from "./ann-index.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
   CollectionInfo,
@@ -12,11 +13,24 @@ import { blobToVector, type Db, vectorToBlob } from "./database.js";
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** Options of {@link SqliteVectorStore}. */
+export interface SqliteVectorStoreOptions {
+  /** Approximate-index tuning, or `false` to always search exactly. */
+  ann?: AnnOptions | false;
+}
+
 /**
  * The embedded default vector store: vectors as BLOBs in the project's SQLite
- * file, searched exactly (brute-force k-nearest-neighbour search) with sqlite-vec's
- * distance functions: cosine similarity = 1 − `vec_distance_cosine`, euclidean
- * score = −`vec_distance_l2`, dot product = (|q|² + |v|² − l2²) / 2.
+ * file, scored with sqlite-vec's distance functions: cosine similarity =
+ * 1 − `vec_distance_cosine`, euclidean score = −`vec_distance_l2`, dot product =
+ * (|q|² + |v|² − l2²) / 2.
+ *
+ * Collections of at least `ann.minRecords` vectors (default 10,000) are searched
+ * through an HNSW index (see `ann-index.ts`) whose candidates are rescored exactly
+ * in SQL, so scores are exact and only recall is approximate; smaller collections,
+ * `exact: true` searches and filters too selective for the candidates are scanned
+ * exactly. The index is derived from the stored vectors and repairs itself, so
+ * SQLite stays the only source of truth.
  *
  * It shares the connection of the catalog, so a caller may wrap store writes and
  * catalog writes in one SQLite transaction. The async methods run synchronously.
@@ -24,11 +38,38 @@ const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export class SqliteVectorStore implements VectorStore {
   readonly kind = "sqlite";
 
-  constructor(private readonly db: Db) {}
+  /** The approximate indexes, or undefined when disabled. */
+  readonly ann: AnnIndexes | undefined;
+
+  constructor(
+    private readonly db: Db,
+    options: SqliteVectorStoreOptions = {},
+  ) {
+    ensureAnnSchema(db);
+    this.ann = options.ann === false ? undefined : new AnnIndexes(db, options.ann);
+  }
 
   async connect(): Promise<void> {}
 
-  async close(): Promise<void> {}
+  /** Saves approximate indexes with unsaved changes; the database stays open (it is shared). */
+  async close(): Promise<void> {
+    this.closeSync();
+  }
+
+  /** Synchronous {@link close}; call before closing the database. */
+  closeSync(): void {
+    if (this.db.open) this.ann?.saveAll();
+  }
+
+  /**
+   * Brings a collection's approximate index up to date and saves it (building it
+   * once the collection is large enough). Optional: searches do it themselves;
+   * calling it after an ingest moves the indexing cost out of the first search.
+   */
+  syncIndex(collection: string): void {
+    const info = this.requireCollection(collection);
+    this.ann?.sync(collection, info.dimension, info.metric);
+  }
 
   async createCollection(name: string, dimension: number, metric: Metric): Promise<void> {
     this.createCollectionSync(name, dimension, metric);
@@ -46,9 +87,12 @@ export class SqliteVectorStore implements VectorStore {
       }
       return;
     }
-    this.db
-      .prepare("INSERT INTO vec_collections (name, dimension, metric) VALUES (?, ?, ?)")
-      .run(name, dimension, metric);
+    this.db.transaction(() => {
+      this.db
+        .prepare("INSERT INTO vec_collections (name, dimension, metric) VALUES (?, ?, ?)")
+        .run(name, dimension, metric);
+      this.ann?.onCreate(name);
+    })();
   }
 
   async addBatch(collection: string, records: VectorRecord[]): Promise<void> {
@@ -100,21 +144,41 @@ export class SqliteVectorStore implements VectorStore {
       const zero = vectorToBlob(new Float32Array(info.dimension));
       params.push(qq, zero, zero, blob, blob);
     }
-    params.push(collection);
-    let where = "collection = ?";
+    let filterSql = "";
+    const filterParams: unknown[] = [];
     for (const [key, value] of Object.entries(options.filter ?? {})) {
       if (!FIELD.test(key)) throw new KnowledgeLayerError(`invalid filter field name "${key}"`);
-      where += ` AND json_extract(payload, '$.${key}') = ?`;
-      params.push(typeof value === "boolean" ? Number(value) : value);
+      filterSql += ` AND json_extract(payload, '$.${key}') = ?`;
+      filterParams.push(typeof value === "boolean" ? Number(value) : value);
     }
-    params.push(Math.max(0, Math.floor(options.topK)));
-    const rows = this.db
-      .prepare(
-        `SELECT id, payload, ${scoreSql} AS score FROM vec_records
-         WHERE ${where}
-         ORDER BY score DESC, id ASC LIMIT ?`,
-      )
-      .all(...params) as { id: string; payload: string; score: number }[];
+    const topK = Math.max(0, Math.floor(options.topK));
+    const run = (candidates: number[] | undefined): { id: string; payload: string; score: number }[] =>
+      this.db
+        .prepare(
+          `SELECT id, payload, ${scoreSql} AS score FROM vec_records
+           WHERE ${candidates ? "rowid IN (SELECT value FROM json_each(?)) AND " : ""}collection = ?${filterSql}
+           ORDER BY score DESC, id ASC LIMIT ?`,
+        )
+        .all(
+          ...params,
+          ...(candidates ? [JSON.stringify(candidates)] : []),
+          collection,
+          ...filterParams,
+          topK,
+        ) as { id: string; payload: string; score: number }[];
+    let rows: { id: string; payload: string; score: number }[] | undefined;
+    if (this.ann && options.exact !== true && topK > 0) {
+      // Filters are applied to the candidates; when too few pass, widen once, then scan.
+      let want = this.ann.candidateCount(topK);
+      for (let attempt = 0; attempt < 2 && rows === undefined; attempt++) {
+        const candidates = this.ann.candidates(collection, info.dimension, info.metric, vector, want);
+        if (!candidates) break;
+        const found = run(candidates);
+        if (found.length >= topK || candidates.length < want) rows = found;
+        want *= 16;
+      }
+    }
+    rows ??= run(undefined);
     const threshold = options.scoreThreshold;
     const hits: VectorHit[] = [];
     for (const row of rows) {
@@ -199,8 +263,12 @@ export class SqliteVectorStore implements VectorStore {
 
   /** Removes a collection and all its vectors. */
   dropCollectionSync(name: string): void {
-    this.db.prepare("DELETE FROM vec_records WHERE collection = ?").run(name);
-    this.db.prepare("DELETE FROM vec_collections WHERE name = ?").run(name);
+    this.db.transaction(() => {
+      // The collection row goes first so the delete trigger does not log every record.
+      this.db.prepare("DELETE FROM vec_collections WHERE name = ?").run(name);
+      this.db.prepare("DELETE FROM vec_records WHERE collection = ?").run(name);
+      this.ann?.onDrop(name);
+    })();
   }
 
   private collection(name: string): Omit<CollectionInfo, "count"> | undefined {

@@ -1,0 +1,569 @@
+import { randomUUID } from "node:crypto";
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
+import type { Metric } from "./contract.js";
+import type { Db } from "./database.js";
+
+/**
+ * Approximate nearest-neighbour (HNSW) indexes for the embedded vector store, kept
+ * beside `kl.db` and always derivable from the vectors stored in SQLite.
+ *
+ * Consistency. Triggers on `vec_records` append the rowid of every inserted,
+ * replaced, updated or deleted record to `vec_ann_log`, in the same transaction as
+ * the write, whoever the writer is. An index knows the last log sequence number it
+ * has applied; before each search it applies the log entries after it (state-based
+ * and idempotent: a rowid still stored in the collection is (re)inserted with its
+ * current vector, any other is removed). An index file is named
+ * `<generation>.<seq>.usearch`, so the file and the sequence it reflects are renamed
+ * into place together; a crash between a vector commit and an index save only
+ * leaves more log to replay on the next open. A collection gets a fresh generation
+ * when it is (re)created, so files of a dropped collection are never loaded. When
+ * the log a file needs has been pruned, the file is missing or unreadable, or the
+ * loaded index's count differs from the stored rows, the index is rebuilt from
+ * SQLite.
+ *
+ * Storage. Cosine collections are indexed with int8 quantisation (about a quarter of
+ * the float32 vectors SQLite keeps); candidates are rescored exactly from SQLite, so
+ * returned scores are the exact ones. Other metrics use float16.
+ *
+ * The native module (`usearch`, prebuilt binaries inside its npm package) is loaded
+ * on first use; when it cannot be loaded, search stays exact and one warning is
+ * logged.
+ */
+
+/** Minimal view of the `usearch` module this file uses. */
+interface UsearchIndex {
+  add(keys: BigUint64Array, vectors: Float32Array, threads?: number): void;
+  search(vector: Float32Array, k: number, threads: number): { keys: BigUint64Array; distances: Float32Array };
+  remove(keys: BigUint64Array): number | number[];
+  contains(keys: bigint): boolean;
+  size(): number;
+  save(path: string): void;
+  load(path: string): void;
+}
+interface UsearchModule {
+  Index: new (config: {
+    dimensions: number;
+    metric: string;
+    quantization: string;
+    connectivity: number;
+    expansion_add: number;
+    expansion_search: number;
+    multi: boolean;
+  }) => UsearchIndex;
+}
+
+let usearch: UsearchModule | null | undefined;
+
+/** Warning sink for a native-module load failure; replaceable in tests. */
+export let annWarn: (message: string) => void = (message) => console.warn(message);
+/** Replaces the warning sink (tests). Returns the previous one. */
+export function setAnnWarn(fn: (message: string) => void): (message: string) => void {
+  const previous = annWarn;
+  annWarn = fn;
+  return previous;
+}
+
+/** Loads `usearch` once; `null` (after one warning) when it is unavailable. */
+export function loadUsearch(): UsearchModule | null {
+  if (usearch !== undefined) return usearch;
+  if (process.env.KL_ANN === "off") {
+    usearch = null;
+    return usearch;
+  }
+  try {
+    usearch = createRequire(import.meta.url)("usearch") as UsearchModule;
+  } catch (error) {
+    usearch = null;
+    annWarn(
+      `knowledge-layer: the approximate vector index (usearch) could not be loaded, so vector search scans every vector: ${(error as Error).message}`,
+    );
+  }
+  return usearch;
+}
+
+/** Tuning of the HNSW indexes. */
+export interface AnnOptions {
+  /** Collections with fewer records than this are searched exactly (default 10,000). */
+  minRecords?: number;
+  /** HNSW graph degree (default 16). */
+  connectivity?: number;
+  /** Candidate list size while inserting (default 64). */
+  expansionAdd?: number;
+  /** Candidate list size while searching (default 128). */
+  expansionSearch?: number;
+  /** Candidates fetched per wanted hit before exact rescoring (default 4, at least 40 candidates). */
+  oversample?: number;
+  /** Directory of index files; default `kl-ann` beside the database file, none for an in-memory database. */
+  dir?: string | null;
+  /** Threads for index building (default: available parallelism). */
+  threads?: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS vec_ann_log (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  collection TEXT NOT NULL,
+  record INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vec_ann_log_collection ON vec_ann_log (collection, seq);
+CREATE TABLE IF NOT EXISTS vec_ann_state (
+  collection TEXT PRIMARY KEY,
+  generation TEXT NOT NULL,
+  pruned_through INTEGER NOT NULL DEFAULT 0
+);
+CREATE TRIGGER IF NOT EXISTS vec_ann_replace BEFORE INSERT ON vec_records BEGIN
+  INSERT INTO vec_ann_log (collection, record)
+    SELECT collection, rowid FROM vec_records WHERE collection = NEW.collection AND id = NEW.id;
+END;
+CREATE TRIGGER IF NOT EXISTS vec_ann_insert AFTER INSERT ON vec_records BEGIN
+  INSERT INTO vec_ann_log (collection, record) VALUES (NEW.collection, NEW.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS vec_ann_update AFTER UPDATE OF vector ON vec_records BEGIN
+  INSERT INTO vec_ann_log (collection, record) VALUES (NEW.collection, NEW.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS vec_ann_delete AFTER DELETE ON vec_records
+  WHEN EXISTS (SELECT 1 FROM vec_collections WHERE name = OLD.collection) BEGIN
+  INSERT INTO vec_ann_log (collection, record) VALUES (OLD.collection, OLD.rowid);
+END;
+`;
+
+/** Creates the log table, state table and triggers unless present (no write lock when they are). */
+export function ensureAnnSchema(db: Db): void {
+  const have = db
+    .prepare(
+      "SELECT count(*) AS n FROM sqlite_master WHERE name IN ('vec_ann_log', 'vec_ann_state', 'vec_ann_replace', 'vec_ann_insert', 'vec_ann_update', 'vec_ann_delete')",
+    )
+    .get() as { n: number };
+  if (have.n < 6) db.exec(SCHEMA);
+}
+
+/** Default index directory of a database: `kl-ann` beside the file; none in memory. */
+export function defaultAnnDir(db: Db): string | null {
+  const file = db.name;
+  if (!file || file === ":memory:" || db.memory) return null;
+  return join(dirname(file), "kl-ann");
+}
+
+interface Loaded {
+  generation: string;
+  index: UsearchIndex;
+  /** Last log sequence applied. */
+  seq: number;
+  /** Sequence of the newest file of this generation on disk (0 when none). */
+  savedSeq: number;
+  /** Records removed since the index was built (tombstones). */
+  removed: number;
+  dimension: number;
+}
+
+/** Result of {@link AnnIndexes.candidates}: rowids best first, or `undefined` to search exactly. */
+export type Candidates = number[] | undefined;
+
+/** An index file: `<generation>.<seq>.<bytes>.usearch`. */
+interface IndexFile {
+  path: string;
+  seq: number;
+  size: number;
+}
+
+const FILE_NAME = /^([0-9a-f-]+)\.(\d+)\.(\d+)\.usearch$/;
+
+/**
+ * Cheap checks before handing a file to the native loader, which does not survive
+ * every malformed file: the byte size recorded in its name, and the vector-matrix
+ * header (rows, bytes per row) it starts with.
+ */
+function plausibleFile(file: IndexFile, dimension: number, metric: Metric): boolean {
+  try {
+    if (statSync(file.path).size !== file.size || file.size < 8) return false;
+    const header = Buffer.alloc(8);
+    const fd = openSync(file.path, "r");
+    try {
+      if (readSync(fd, header, 0, 8, 0) !== 8) return false;
+    } finally {
+      closeSync(fd);
+    }
+    const rows = header.readUInt32LE(0);
+    const bytesPerRow = header.readUInt32LE(4);
+    const expected = metric === "cosine" ? dimension : dimension * 2;
+    return bytesPerRow === expected && 8 + rows * bytesPerRow <= file.size;
+  } catch {
+    return false;
+  }
+}
+
+/** The HNSW indexes of one database's collections. */
+export class AnnIndexes {
+  private readonly loaded = new Map<string, Loaded>();
+  private readonly opts: Required<Omit<AnnOptions, "dir">> & { dir: string | null };
+
+  constructor(
+    private readonly db: Db,
+    options: AnnOptions = {},
+  ) {
+    this.opts = {
+      minRecords: options.minRecords ?? 10_000,
+      connectivity: options.connectivity ?? 16,
+      expansionAdd: options.expansionAdd ?? 64,
+      expansionSearch: options.expansionSearch ?? 128,
+      oversample: options.oversample ?? 4,
+      threads: options.threads ?? Math.max(1, availableParallelism()),
+      dir: options.dir === undefined ? defaultAnnDir(db) : options.dir,
+    };
+  }
+
+  /** Number of candidates to fetch for `topK` hits. */
+  candidateCount(topK: number): number {
+    return Math.max(40, Math.ceil(topK * this.opts.oversample));
+  }
+
+  /** Called in the transaction that creates a collection: gives it a fresh generation. */
+  onCreate(collection: string): void {
+    this.db
+      .prepare(
+        "INSERT INTO vec_ann_state (collection, generation, pruned_through) VALUES (?, ?, 0) ON CONFLICT (collection) DO UPDATE SET generation = excluded.generation, pruned_through = 0",
+      )
+      .run(collection, randomUUID());
+  }
+
+  /** Called in the transaction that drops a collection (after its `vec_collections` row is gone). */
+  onDrop(collection: string): void {
+    const state = this.state(collection);
+    this.db.prepare("DELETE FROM vec_ann_log WHERE collection = ?").run(collection);
+    this.db.prepare("DELETE FROM vec_ann_state WHERE collection = ?").run(collection);
+    this.loaded.delete(collection);
+    if (state) this.removeFiles(state.generation);
+  }
+
+  /**
+   * Nearest-neighbour candidates (rowids) for `vector`, after bringing the index up
+   * to date with the log; `undefined` when the collection is small enough (or the
+   * native module unavailable) that an exact scan should be used instead.
+   */
+  candidates(
+    collection: string,
+    dimension: number,
+    metric: Metric,
+    vector: Float32Array,
+    k: number,
+  ): Candidates {
+    const loaded = this.ready(collection, dimension, metric);
+    if (!loaded) return undefined;
+    const size = loaded.index.size();
+    if (size < this.opts.minRecords) return undefined;
+    const result = loaded.index.search(vector, Math.min(k, size), 1);
+    const out: number[] = [];
+    for (const key of result.keys) {
+      const n = Number(key);
+      if (n >= 0 && n < Number.MAX_SAFE_INTEGER) out.push(n);
+    }
+    return out;
+  }
+
+  /**
+   * Brings a collection's index up to date (building it when the collection has
+   * reached the size threshold) and saves it. Call after a large ingest so the
+   * first search does not pay for indexing.
+   */
+  sync(collection: string, dimension: number, metric: Metric): void {
+    const loaded = this.ready(collection, dimension, metric);
+    if (loaded) this.save(collection, loaded);
+  }
+
+  /** Saves every index with log entries applied since its last save. */
+  saveAll(): void {
+    for (const [collection, loaded] of this.loaded) {
+      if (loaded.seq > loaded.savedSeq) {
+        try {
+          this.save(collection, loaded);
+        } catch {
+          // The log still holds what the file lacks; the next open replays it.
+        }
+      }
+    }
+    this.loaded.clear();
+  }
+
+  /** Is an in-memory index loaded for this collection (tests, diagnostics)? */
+  isLoaded(collection: string): boolean {
+    return this.loaded.has(collection);
+  }
+
+  private state(collection: string): { generation: string; pruned_through: number } | undefined {
+    return this.db
+      .prepare("SELECT generation, pruned_through FROM vec_ann_state WHERE collection = ?")
+      .get(collection) as { generation: string; pruned_through: number } | undefined;
+  }
+
+  /** The up-to-date index of a collection, or undefined (small collection, no native module). */
+  private ready(collection: string, dimension: number, metric: Metric): Loaded | undefined {
+    let loaded = this.loaded.get(collection);
+    let state = this.state(collection);
+    if (loaded && (!state || state.generation !== loaded.generation || loaded.seq < state.pruned_through)) {
+      // Dropped and re-created, or another process pruned log entries this index still needs.
+      this.loaded.delete(collection);
+      loaded = undefined;
+    }
+    if (!loaded) {
+      const count = (
+        this.db.prepare("SELECT count(*) AS n FROM vec_records WHERE collection = ?").get(collection) as {
+          n: number;
+        }
+      ).n;
+      if (count < this.opts.minRecords) return undefined;
+      const lib = loadUsearch();
+      if (!lib) return undefined;
+      if (!state) {
+        this.db.transaction(() => this.onCreate(collection)).immediate();
+        state = this.state(collection);
+        if (!state) return undefined;
+      }
+      loaded = this.open(lib, collection, state, dimension, metric);
+      this.loaded.set(collection, loaded);
+    }
+    this.catchUp(collection, loaded);
+    if (loaded.removed > Math.max(1000, loaded.index.size() * 0.25)) {
+      // Too many tombstones degrade the graph: rebuild.
+      const lib = loadUsearch();
+      if (lib) {
+        loaded = this.build(lib, collection, loaded.generation, dimension, metric);
+        this.loaded.set(collection, loaded);
+      }
+    }
+    return loaded;
+  }
+
+  private newIndex(lib: UsearchModule, dimension: number, metric: Metric): UsearchIndex {
+    return new lib.Index({
+      dimensions: dimension,
+      metric: metric === "cosine" ? "cos" : metric === "dot" ? "ip" : "l2sq",
+      quantization: metric === "cosine" ? "i8" : "f16",
+      connectivity: this.opts.connectivity,
+      expansion_add: this.opts.expansionAdd,
+      expansion_search: this.opts.expansionSearch,
+      multi: false,
+    });
+  }
+
+  /** Loads the newest usable file of this generation and checks it, else builds from SQLite. */
+  private open(
+    lib: UsearchModule,
+    collection: string,
+    state: { generation: string; pruned_through: number },
+    dimension: number,
+    metric: Metric,
+  ): Loaded {
+    const file = this.newestFile(state.generation);
+    if (file && file.seq >= state.pruned_through && plausibleFile(file, dimension, metric)) {
+      try {
+        const index = this.newIndex(lib, dimension, metric);
+        index.load(file.path);
+        const loaded: Loaded = {
+          generation: state.generation,
+          index,
+          seq: file.seq,
+          savedSeq: file.seq,
+          removed: 0,
+          dimension,
+        };
+        this.catchUp(collection, loaded);
+        const now = (
+          this.db.prepare("SELECT count(*) AS n FROM vec_records WHERE collection = ?").get(collection) as {
+            n: number;
+          }
+        ).n;
+        if (index.size() === now) return loaded;
+      } catch {
+        // Unreadable or wrong shape: rebuild below.
+      }
+    }
+    const built = this.build(lib, collection, state.generation, dimension, metric);
+    this.save(collection, built);
+    return built;
+  }
+
+  /** Builds an index from every stored vector of the collection. */
+  private build(
+    lib: UsearchModule,
+    collection: string,
+    generation: string,
+    dimension: number,
+    metric: Metric,
+  ): Loaded {
+    const index = this.newIndex(lib, dimension, metric);
+    let seq = 0;
+    const batch = 4096;
+    const keys = new BigUint64Array(batch);
+    const vectors = new Float32Array(batch * dimension);
+    this.db.transaction(() => {
+      seq = this.maxSeq();
+      let n = 0;
+      const flush = (): void => {
+        if (n === 0) return;
+        index.add(keys.subarray(0, n), vectors.subarray(0, n * dimension), this.opts.threads);
+        n = 0;
+      };
+      const rows = this.db
+        .prepare("SELECT rowid AS r, vector FROM vec_records WHERE collection = ?")
+        .raw()
+        .iterate(collection) as IterableIterator<[number, Buffer]>;
+      for (const [rowid, blob] of rows) {
+        if (blob.byteLength !== dimension * 4) continue;
+        keys[n] = BigInt(rowid);
+        vectors.set(new Float32Array(blob.buffer, blob.byteOffset, dimension), n * dimension);
+        n++;
+        if (n === batch) flush();
+      }
+      flush();
+    })();
+    return { generation, index, seq, savedSeq: 0, removed: 0, dimension };
+  }
+
+  private maxSeq(): number {
+    return (this.db.prepare("SELECT coalesce(max(seq), 0) AS s FROM vec_ann_log").get() as { s: number }).s;
+  }
+
+  /** Applies the log entries after `loaded.seq` (idempotent, state-based). */
+  private catchUp(collection: string, loaded: Loaded): void {
+    const log = this.db
+      .prepare("SELECT seq, record FROM vec_ann_log WHERE collection = ? AND seq > ? ORDER BY seq")
+      .raw()
+      .all(collection, loaded.seq) as [number, number][];
+    if (log.length === 0) return;
+    const records = new Set<number>();
+    let last = loaded.seq;
+    for (const [seq, record] of log) {
+      records.add(record);
+      last = seq;
+    }
+    const one = this.db.prepare("SELECT vector FROM vec_records WHERE rowid = ? AND collection = ?").pluck();
+    const index = loaded.index;
+    const dimension = loaded.dimension;
+    const batch = 4096;
+    const keys = new BigUint64Array(batch);
+    const matrix = new Float32Array(batch * dimension);
+    let n = 0;
+    const flush = (): void => {
+      if (n === 0) return;
+      index.add(keys.subarray(0, n), matrix.subarray(0, n * dimension), n > 64 ? this.opts.threads : 1);
+      n = 0;
+    };
+    for (const record of records) {
+      const key = BigInt(record);
+      if (index.contains(key)) {
+        index.remove(BigUint64Array.of(key));
+        loaded.removed++;
+      }
+      const blob = one.get(record, collection) as Buffer | undefined;
+      if (blob && blob.byteLength === dimension * 4) {
+        keys[n] = key;
+        matrix.set(new Float32Array(blob.buffer, blob.byteOffset, dimension), n * dimension);
+        n++;
+        if (n === batch) flush();
+      }
+    }
+    flush();
+    loaded.seq = last;
+    // Persist big catch-ups (a bulk ingest) so a crash does not replay them again.
+    if (loaded.seq > loaded.savedSeq && records.size >= Math.max(this.opts.minRecords, index.size() / 2)) {
+      try {
+        this.save(collection, loaded);
+      } catch {
+        // The log still covers it.
+      }
+    }
+  }
+
+  /** Writes the index atomically as `<generation>.<seq>.usearch` and prunes the log it covers. */
+  private save(collection: string, loaded: Loaded): void {
+    const dir = this.opts.dir;
+    if (!dir || loaded.seq === loaded.savedSeq) return;
+    mkdirSync(dir, { recursive: true });
+    const tmp = join(dir, `${loaded.generation}.${loaded.seq}.${process.pid}.${randomUUID()}.tmp`);
+    loaded.index.save(tmp);
+    const size = statSync(tmp).size;
+    const fd = openSync(tmp, "r+");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, join(dir, `${loaded.generation}.${loaded.seq}.${size}.usearch`));
+    loaded.savedSeq = loaded.seq;
+    for (const file of this.files(loaded.generation)) {
+      if (file.seq < loaded.seq) rmSync(file.path, { force: true });
+    }
+    // Only entries the saved file covers may go; a process behind reloads the file.
+    this.db
+      .transaction(() => {
+        const state = this.state(collection);
+        if (!state || state.generation !== loaded.generation) return;
+        this.db
+          .prepare("DELETE FROM vec_ann_log WHERE collection = ? AND seq <= ?")
+          .run(collection, loaded.seq);
+        this.db
+          .prepare("UPDATE vec_ann_state SET pruned_through = max(pruned_through, ?) WHERE collection = ?")
+          .run(loaded.seq, collection);
+      })
+      .immediate();
+    this.collectGarbage();
+  }
+
+  private files(generation: string): IndexFile[] {
+    const dir = this.opts.dir;
+    if (!dir) return [];
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return [];
+    }
+    const out: IndexFile[] = [];
+    for (const name of names) {
+      const m = FILE_NAME.exec(name);
+      if (m && m[1] === generation)
+        out.push({ path: join(dir, name), seq: Number(m[2]), size: Number(m[3]) });
+    }
+    return out;
+  }
+
+  private newestFile(generation: string): IndexFile | undefined {
+    return this.files(generation).sort((a, b) => b.seq - a.seq)[0];
+  }
+
+  private removeFiles(generation: string): void {
+    for (const file of this.files(generation)) rmSync(file.path, { force: true });
+  }
+
+  /** Removes index files of generations no collection has (dropped collections, crashed saves). */
+  private collectGarbage(): void {
+    const dir = this.opts.dir;
+    if (!dir) return;
+    const live = new Set(
+      (this.db.prepare("SELECT generation FROM vec_ann_state").pluck().all() as string[]).map(String),
+    );
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const m = FILE_NAME.exec(name) ?? /^([0-9a-f-]+)\..*\.tmp$/.exec(name);
+      if (m?.[1] && !live.has(m[1])) rmSync(join(dir, name), { force: true });
+    }
+  }
+}
