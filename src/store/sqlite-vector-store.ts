@@ -152,11 +152,12 @@ export class SqliteVectorStore implements VectorStore {
       filterParams.push(typeof value === "boolean" ? Number(value) : value);
     }
     const topK = Math.max(0, Math.floor(options.topK));
+    // With candidates, `+collection` keeps SQLite on rowid lookups instead of scanning the collection.
     const run = (candidates: number[] | undefined): { id: string; payload: string; score: number }[] =>
       this.db
         .prepare(
           `SELECT id, payload, ${scoreSql} AS score FROM vec_records
-           WHERE ${candidates ? "rowid IN (SELECT value FROM json_each(?)) AND " : ""}collection = ?${filterSql}
+           WHERE ${candidates ? "rowid IN (SELECT value FROM json_each(?)) AND +" : ""}collection = ?${filterSql}
            ORDER BY score DESC, id ASC LIMIT ?`,
         )
         .all(
