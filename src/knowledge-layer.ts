@@ -593,7 +593,10 @@ export class KnowledgeLayer {
 
   /** Ingests files and folders into a KB (see `ingest/pipeline.ts`). */
   async ingest(paths: string[], options: IngestOptions = {}): Promise<IngestSummary> {
-    return ingestPaths(await this.ingestContext(options), paths, options.embed ?? true);
+    const ctx = await this.ingestContext(options);
+    const summary = await ingestPaths(ctx, paths, options.embed ?? true);
+    this.syncVectorIndex(ctx);
+    return summary;
   }
 
   /** Ingests in-memory documents (one unit per document URI). */
@@ -601,7 +604,26 @@ export class KnowledgeLayer {
     docs: Iterable<ExtractedDocument>,
     options: IngestOptions = {},
   ): Promise<IngestSummary> {
-    return ingestDocuments(await this.ingestContext(options), docs, options.embed ?? true);
+    const ctx = await this.ingestContext(options);
+    const summary = await ingestDocuments(ctx, docs, options.embed ?? true);
+    this.syncVectorIndex(ctx);
+    return summary;
+  }
+
+  /**
+   * Brings the embedded store's approximate index up to date after an ingest, so
+   * indexing is paid by the ingest rather than the next search. Best effort: a
+   * search repairs the index itself.
+   */
+  private syncVectorIndex(ctx: IngestContext): void {
+    if (ctx.store !== this.store || !this.db.open) return;
+    try {
+      if (this.db.prepare("SELECT 1 FROM vec_collections WHERE name = ?").get(ctx.collection)) {
+        this.store.syncIndex(ctx.collection);
+      }
+    } catch {
+      // The next search rebuilds or repairs the index.
+    }
   }
 
   /**

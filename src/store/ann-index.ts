@@ -162,10 +162,12 @@ interface Loaded {
   index: UsearchIndex;
   /** Last log sequence applied. */
   seq: number;
-  /** Sequence of the newest file of this generation on disk (0 when none). */
+  /** Sequence of the file this index was loaded from or last saved to (-1 when none). */
   savedSeq: number;
   /** Records removed since the index was built (tombstones). */
   removed: number;
+  /** Records changed since the last save (what a reopen would replay). */
+  pending: number;
   dimension: number;
 }
 
@@ -280,13 +282,22 @@ export class AnnIndexes {
    */
   sync(collection: string, dimension: number, metric: Metric): void {
     const loaded = this.ready(collection, dimension, metric);
-    if (loaded) this.save(collection, loaded);
+    if (loaded && this.worthSaving(loaded)) this.save(collection, loaded);
   }
 
-  /** Saves every index with log entries applied since its last save. */
+  /**
+   * Saving rewrites the whole file, so small changes stay in the log (replayed on
+   * the next open) until they add up to 1,000 records or 2% of the index.
+   */
+  private worthSaving(loaded: Loaded): boolean {
+    if (loaded.seq === loaded.savedSeq) return false;
+    return loaded.savedSeq < 0 || loaded.pending >= Math.max(1000, loaded.index.size() * 0.02);
+  }
+
+  /** Saves every index with enough unsaved changes (see {@link worthSaving}) and unloads them. */
   saveAll(): void {
     for (const [collection, loaded] of this.loaded) {
-      if (loaded.seq > loaded.savedSeq) {
+      if (this.worthSaving(loaded)) {
         try {
           this.save(collection, loaded);
         } catch {
@@ -377,6 +388,7 @@ export class AnnIndexes {
           seq: file.seq,
           savedSeq: file.seq,
           removed: 0,
+          pending: 0,
           dimension,
         };
         this.catchUp(collection, loaded);
@@ -429,7 +441,7 @@ export class AnnIndexes {
       }
       flush();
     })();
-    return { generation, index, seq, savedSeq: 0, removed: 0, dimension };
+    return { generation, index, seq, savedSeq: -1, removed: 0, pending: index.size(), dimension };
   }
 
   private maxSeq(): number {
@@ -477,6 +489,7 @@ export class AnnIndexes {
     }
     flush();
     loaded.seq = last;
+    loaded.pending += records.size;
     // Persist big catch-ups (a bulk ingest) so a crash does not replay them again.
     if (loaded.seq > loaded.savedSeq && records.size >= Math.max(this.opts.minRecords, index.size() / 2)) {
       try {
@@ -503,6 +516,7 @@ export class AnnIndexes {
     }
     renameSync(tmp, join(dir, `${loaded.generation}.${loaded.seq}.${size}.usearch`));
     loaded.savedSeq = loaded.seq;
+    loaded.pending = 0;
     for (const file of this.files(loaded.generation)) {
       if (file.seq < loaded.seq) rmSync(file.path, { force: true });
     }
