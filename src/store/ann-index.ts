@@ -96,7 +96,7 @@ export function loadUsearch(): UsearchModule | null {
 
 /** Tuning of the HNSW indexes. */
 export interface AnnOptions {
-  /** Collections with fewer records than this are searched exactly (default 10,000). */
+  /** Collections with fewer records than this are searched exactly (default `$KL_ANN_MIN_RECORDS`, else 10,000). */
   minRecords?: number;
   /** HNSW graph degree (default 16). */
   connectivity?: number;
@@ -217,7 +217,7 @@ export class AnnIndexes {
     options: AnnOptions = {},
   ) {
     this.opts = {
-      minRecords: options.minRecords ?? 10_000,
+      minRecords: options.minRecords ?? (Number(process.env.KL_ANN_MIN_RECORDS) || 10_000),
       connectivity: options.connectivity ?? 16,
       expansionAdd: options.expansionAdd ?? 64,
       expansionSearch: options.expansionSearch ?? 128,
