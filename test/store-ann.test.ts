@@ -1,6 +1,7 @@
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { setAnnWarn, setUsearchLoader } from "../src/store/ann-index.js";
 import type { VectorRecord } from "../src/store/contract.js";
 import { type Db, openDatabase } from "../src/store/database.js";
 import { SqliteVectorStore } from "../src/store/sqlite-vector-store.js";
@@ -248,5 +249,30 @@ describe("embedded store: approximate (HNSW) index", () => {
       await store.search("kb", q, { topK: 10, exact: true }),
     );
     expect(store.ann).toBeUndefined();
+  });
+
+  it("falls back to exact search, with one warning, when the native module cannot be loaded", async () => {
+    const warnings: string[] = [];
+    const previousWarn = setAnnWarn((m) => warnings.push(m));
+    const previousLoader = setUsearchLoader(() => {
+      throw new Error("no prebuilt binary for this platform");
+    });
+    try {
+      const { store } = open(newDir());
+      const make = generator(10);
+      await store.createCollection("kb", DIM, "cosine");
+      await store.addBatch("kb", records(make, 0, 500));
+      for (const q of Array.from({ length: 3 }, make)) {
+        expect(await store.search("kb", q, { topK: 10 })).toEqual(
+          await store.search("kb", q, { topK: 10, exact: true }),
+        );
+      }
+      expect(store.ann?.isLoaded("kb")).toBe(false);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/no prebuilt binary/);
+    } finally {
+      setAnnWarn(previousWarn);
+      setUsearchLoader(previousLoader);
+    }
   });
 });

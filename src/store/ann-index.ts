@@ -53,7 +53,7 @@ interface UsearchIndex {
   save(path: string): void;
   load(path: string): void;
 }
-interface UsearchModule {
+export interface UsearchModule {
   Index: new (config: {
     dimensions: number;
     metric: string;
@@ -66,6 +66,15 @@ interface UsearchModule {
 }
 
 let usearch: UsearchModule | null | undefined;
+let requireUsearch = (): UsearchModule => createRequire(import.meta.url)("usearch") as UsearchModule;
+
+/** Tests: replaces how the native module is loaded and forgets the loaded one. Returns the previous loader. */
+export function setUsearchLoader(loader: () => UsearchModule): () => UsearchModule {
+  const previous = requireUsearch;
+  requireUsearch = loader;
+  usearch = undefined;
+  return previous;
+}
 
 /** Warning sink for a native-module load failure; replaceable in tests. */
 export let annWarn: (message: string) => void = (message) => console.warn(message);
@@ -84,7 +93,7 @@ export function loadUsearch(): UsearchModule | null {
     return usearch;
   }
   try {
-    usearch = createRequire(import.meta.url)("usearch") as UsearchModule;
+    usearch = requireUsearch();
   } catch (error) {
     usearch = null;
     annWarn(
