@@ -10,7 +10,7 @@
  * suffix term per round to reach the size. They are written straight to the catalog and
  * the BM25 index (no extraction or chunking). Queries: SciFact and Cranfield queries.
  *
- * Usage: node --import tsx bench/keyword-scale.ts [--sizes 10000,100000] [--queries 200]
+ * Usage: node --import tsx bench/keyword-scale.ts [--sizes 10000,100000] [--queries 200] [--keep DIR]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +31,8 @@ const { values } = parseArgs({
   options: {
     sizes: { type: "string", default: "10000,100000" },
     queries: { type: "string", default: "200" },
+    /** Keep each built database in DIR/<size> and reuse it on the next run. */
+    keep: { type: "string" },
   },
 });
 const SHARED = resolve(import.meta.dirname, "..", "..", "shared", "data");
@@ -155,10 +157,14 @@ console.log(`pool ${pool.length} real pieces; ${queries.length} queries; top 10 
 console.log("| chunks | top-k | before p50 | before p95 | after p50 | after p95 | p50 ratio | same top-k |");
 console.log("|---|---|---|---|---|---|---|---|");
 for (const size of String(values.sizes).split(",").map(Number)) {
-  const dir = mkdtempSync(join(tmpdir(), "kw-scale-"));
+  const dir = values.keep ? join(values.keep, String(size)) : mkdtempSync(join(tmpdir(), "kw-scale-"));
   const db = openDatabase(dir);
   try {
-    build(db, size);
+    const have = db.prepare("SELECT chunks FROM kb_stats WHERE kb = 'bench'").pluck().get() as number | undefined;
+    if (have !== size) {
+      db.exec("DELETE FROM postings; DELETE FROM chunks; DELETE FROM documents;");
+      build(db, size);
+    }
     db.exec("ANALYZE");
     const bm25 = new Bm25Index(db);
     const params = { ...DEFAULT_BM25_PARAMS };
@@ -200,6 +206,6 @@ for (const size of String(values.sizes).split(",").map(Number)) {
     }
   } finally {
     db.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (!values.keep) rmSync(dir, { recursive: true, force: true });
   }
 }
