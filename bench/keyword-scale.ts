@@ -160,7 +160,9 @@ for (const size of String(values.sizes).split(",").map(Number)) {
   const dir = values.keep ? join(values.keep, String(size)) : mkdtempSync(join(tmpdir(), "kw-scale-"));
   const db = openDatabase(dir);
   try {
-    const have = db.prepare("SELECT chunks FROM kb_stats WHERE kb = 'bench'").pluck().get() as number | undefined;
+    const have = db.prepare("SELECT chunks FROM kb_stats WHERE kb = 'bench'").pluck().get() as
+      | number
+      | undefined;
     if (have !== size) {
       db.exec("DELETE FROM postings; DELETE FROM chunks; DELETE FROM documents;");
       build(db, size);
