@@ -157,10 +157,12 @@ export class Catalog {
 
   /** Document and chunk counts of a knowledge base. */
   counts(kb: string): KbCounts {
-    const d = this.db
-      .prepare("SELECT count(*) AS n, coalesce(sum(embedded), 0) AS e FROM documents WHERE kb = ?")
-      .get(kb) as { n: number; e: number };
-    const c = this.db.prepare("SELECT count(*) AS n FROM chunks WHERE kb = ?").get(kb) as { n: number };
+    // Document and chunk counts from the statistics the triggers keep (no scan of the KB).
+    const stats = this.db
+      .prepare("SELECT documents, unembedded, chunks FROM kb_stats WHERE kb = ?")
+      .get(kb) as { documents: number; unembedded: number; chunks: number } | undefined;
+    const d = { n: stats?.documents ?? 0, e: (stats?.documents ?? 0) - (stats?.unembedded ?? 0) };
+    const c = { n: stats?.chunks ?? 0 };
     const byType: Record<string, number> = {};
     const rows = this.db
       .prepare("SELECT type, count(*) AS n FROM documents WHERE kb = ? GROUP BY type ORDER BY type")
