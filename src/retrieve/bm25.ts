@@ -127,6 +127,12 @@ export class Bm25Index {
   private readonly removeForDoc;
   private readonly statsOf;
   private readonly dfOf;
+  /**
+   * Document frequencies per KB, valid for one state of its statistics (`kb_stats` row:
+   * the data version and the counts, which every write of the KB changes), so a term
+   * common to many queries is counted once per state of the index.
+   */
+  private readonly dfCache = new Map<string, { state: string; df: Map<string, number> }>();
   private readonly listOf;
   private readonly probe;
 
@@ -135,7 +141,7 @@ export class Bm25Index {
     this.removeForDoc = db.prepare(
       "DELETE FROM postings WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)",
     );
-    this.statsOf = db.prepare("SELECT chunks, body_tokens, title_tokens FROM kb_stats WHERE kb = ?");
+    this.statsOf = db.prepare("SELECT chunks, body_tokens, title_tokens, version FROM kb_stats WHERE kb = ?");
     this.dfOf = db.prepare("SELECT count(*) FROM postings WHERE kb = ? AND term = ?").pluck();
     this.listOf = db.prepare("SELECT chunk_id, tf, len FROM postings WHERE kb = ? AND term = ?").raw();
     this.probe = db
@@ -185,15 +191,26 @@ export class Bm25Index {
     const queryTerms = termFrequencies(tokenize(query, analyzerOptions(params.analyzer ?? "english")));
     if (queryTerms.size === 0 || !(topK > 0)) return [];
     const stats = this.statsOf.get(kb) as
-      | { chunks: number; body_tokens: number; title_tokens: number }
+      | { chunks: number; body_tokens: number; title_tokens: number; version: number }
       | undefined;
     if (!stats || stats.chunks <= 0) return [];
+    const state = `${stats.version}:${stats.chunks}:${stats.body_tokens}:${stats.title_tokens}`;
+    let cached = this.dfCache.get(kb);
+    if (!cached || cached.state !== state || cached.df.size > DF_CACHE_TERMS) {
+      cached = { state, df: new Map() };
+      this.dfCache.set(kb, cached);
+    }
+    const dfs = cached.df;
     const N = stats.chunks;
     const titleWeight = params.titleWeight ?? DEFAULT_BM25_PARAMS.titleWeight;
     const k1 = params.k1;
     const lists: QueryList[] = [];
     const addList = (term: string, weight: number, avg: number) => {
-      const df = this.dfOf.get(kb, term) as number;
+      let df = dfs.get(term);
+      if (df === undefined) {
+        df = this.dfOf.get(kb, term) as number;
+        dfs.set(term, df);
+      }
       if (df === 0) return;
       const idf = bm25Idf(N, df);
       // tf·(k1 + 1) / (tf + k1·norm) < k1 + 1 for every tf > 0 and norm > 0.
@@ -214,17 +231,27 @@ export class Bm25Index {
     const score = (list: QueryList, tf: number, len: number) =>
       list.weight * bm25TermScore(tf, len, list.avg, list.idf, params);
     let i = 0;
-    // Full reads, while an unseen chunk could still reach the top k.
+    // Full reads, while an unseen chunk could still reach the top k. The k-th score is at
+    // most the best one, so it is only worked out once the bound falls below the best.
+    let best = 0;
+    let theta = Number.NEGATIVE_INFINITY;
     for (; i < lists.length; i++) {
-      if (scores.size >= topK && (rest[i] as number) < kthLargest(scores, topK)) break;
+      const bound = rest[i] as number;
+      if (scores.size >= topK && bound < best) {
+        theta = kthLargest(scores, topK);
+        if (bound < theta) break;
+      }
       const list = lists[i] as QueryList;
       for (const [id, tf, len] of this.listOf.all(kb, list.term) as [number, number, number][]) {
-        scores.set(id, (scores.get(id) ?? 0) + score(list, tf, len));
+        const s = (scores.get(id) ?? 0) + score(list, tf, len);
+        scores.set(id, s);
+        if (s > best) best = s;
       }
     }
     // The lists left only complete the scores of chunks that can still reach the top k.
-    for (; i < lists.length; i++) {
-      const theta = kthLargest(scores, topK);
+    for (let first = true; i < lists.length; i++, first = false) {
+      // Pruning keeps the top k, so the k-th score only changes as the scores complete.
+      if (!first) theta = kthLargest(scores, topK);
       for (const [id, s] of scores) if (s + (rest[i] as number) < theta) scores.delete(id);
       const list = lists[i] as QueryList;
       const rows =
@@ -236,12 +263,15 @@ export class Bm25Index {
         if (s !== undefined) scores.set(id, s + score(list, tf, len));
       }
     }
-    const theta = scores.size > topK ? kthLargest(scores, topK) : Number.NEGATIVE_INFINITY;
+    theta = scores.size > topK ? kthLargest(scores, topK) : Number.NEGATIVE_INFINITY;
     const hits: Bm25Hit[] = [];
     for (const [chunkId, s] of scores) if (s >= theta) hits.push({ chunkId, score: s });
     return hits.sort((x, y) => y.score - x.score || x.chunkId - y.chunkId).slice(0, topK);
   }
 }
+
+/** Terms whose document frequency a {@link Bm25Index} keeps per KB before starting over. */
+const DF_CACHE_TERMS = 50_000;
 
 /** The k-th largest value of `scores` (−∞ when it holds fewer than k), in linear time. */
 function kthLargest(scores: Map<number, number>, k: number): number {
