@@ -120,7 +120,10 @@ async function ingestAndStop(
   return { code, signal: sig, stdout, stderr };
 }
 
-/** Every document has exactly the chunks it records, and BM25 postings only of existing chunks. */
+/**
+ * Every document has exactly the chunks it records, BM25 postings only of existing chunks,
+ * and the kept statistics equal a recount.
+ */
 function checkConsistent(dataDir: string): { documents: number; chunks: number } {
   const db = new Database(join(dataDir, "kl.db"), { readonly: true });
   try {
@@ -136,6 +139,18 @@ function checkConsistent(dataDir: string): { documents: number; chunks: number }
       )
       .get() as { n: number };
     expect(orphans.n).toBe(0);
+    // The statistics the triggers keep (BM25 N and lengths, document counts) match a recount.
+    const drift = db
+      .prepare(
+        `SELECT count(*) AS n FROM kb_stats s WHERE
+           s.chunks != (SELECT count(*) FROM chunks c WHERE c.kb = s.kb)
+           OR s.body_tokens != (SELECT coalesce(sum(token_count), 0) FROM chunks c WHERE c.kb = s.kb)
+           OR s.title_tokens != (SELECT coalesce(sum(title_token_count), 0) FROM chunks c WHERE c.kb = s.kb)
+           OR s.documents != (SELECT count(*) FROM documents d WHERE d.kb = s.kb)
+           OR s.unembedded != (SELECT count(*) FROM documents d WHERE d.kb = s.kb AND d.embedded = 0)`,
+      )
+      .get() as { n: number };
+    expect(drift.n).toBe(0);
     const documents = (db.prepare("SELECT count(*) AS n FROM documents").get() as { n: number }).n;
     const chunks = (db.prepare("SELECT count(*) AS n FROM chunks").get() as { n: number }).n;
     return { documents, chunks };

@@ -92,25 +92,64 @@ export function bm25TermScore(
   return (idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * docLength) / avgdl));
 }
 
+/** One posting list a query reads: a (term, field) pair with its weight and statistics. */
+interface QueryList {
+  term: string;
+  /** Query-term frequency × field weight. */
+  weight: number;
+  /** Mean field length over the KB's chunks. */
+  avg: number;
+  idf: number;
+  /** Documents in the list. */
+  df: number;
+  /** Upper bound of the list's contribution to any chunk's score. */
+  bound: number;
+}
+
 /**
  * Corpus-level BM25 over the chunks of one knowledge base, with postings
- * persisted in SQLite (`postings(kb, term, chunk_id, tf)`; chunk lengths in
- * `chunks.token_count` and `chunks.title_token_count`). Two fields: the chunk's
- * text and its document's title (terms prefixed with {@link TITLE_FIELD_PREFIX}).
- * Statistics (N, average lengths, document frequencies) are read from the index
- * at query time, so they always reflect the whole corpus. Scoring is
- * {@link bm25TermScore} with {@link bm25Idf}, summed over query terms, plus the
- * title field's score times {@link Bm25Params.titleWeight}.
+ * persisted in SQLite (`postings(kb, term, chunk_id, tf, len)`, `len` being the
+ * posting's field length in tokens; chunk lengths also in `chunks.token_count` and
+ * `chunks.title_token_count`). Two fields: the chunk's text and its document's title
+ * (terms prefixed with {@link TITLE_FIELD_PREFIX}). N and the field-length sums come
+ * from `kb_stats`, kept by triggers in the transaction that writes the chunks, and
+ * document frequencies from the posting lists, so they always reflect the whole corpus.
+ * Scoring is {@link bm25TermScore} with {@link bm25Idf}, summed over query terms, plus
+ * the title field's score times {@link Bm25Params.titleWeight}.
+ *
+ * Top-k is exact but does not read every posting (MaxScore, Turtle & Flood 1995):
+ * lists are read from the rarest (highest score bound) down; once the bounds of the
+ * lists left cannot lift an unseen chunk to the current k-th score, the remaining
+ * lists are only probed for the chunks still able to reach the top k.
  */
 export class Bm25Index {
   private readonly insert;
   private readonly removeForDoc;
+  private readonly statsOf;
+  private readonly dfOf;
+  /**
+   * Document frequencies per KB, valid for one state of its statistics (`kb_stats` row:
+   * the data version and the counts, which every write of the KB changes), so a term
+   * common to many queries is counted once per state of the index.
+   */
+  private readonly dfCache = new Map<string, { state: string; df: Map<string, number> }>();
+  private readonly listOf;
+  private readonly probe;
 
-  constructor(private readonly db: Db) {
-    this.insert = db.prepare("INSERT INTO postings (kb, term, chunk_id, tf) VALUES (?, ?, ?, ?)");
+  constructor(db: Db) {
+    this.insert = db.prepare("INSERT INTO postings (kb, term, chunk_id, tf, len) VALUES (?, ?, ?, ?, ?)");
     this.removeForDoc = db.prepare(
       "DELETE FROM postings WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)",
     );
+    this.statsOf = db.prepare("SELECT chunks, body_tokens, title_tokens, version FROM kb_stats WHERE kb = ?");
+    this.dfOf = db.prepare("SELECT count(*) FROM postings WHERE kb = ? AND term = ?").pluck();
+    this.listOf = db.prepare("SELECT chunk_id, tf, len FROM postings WHERE kb = ? AND term = ?").raw();
+    this.probe = db
+      .prepare(
+        `SELECT chunk_id, tf, len FROM postings
+         WHERE kb = ? AND term = ? AND chunk_id IN (SELECT value FROM json_each(?))`,
+      )
+      .raw();
   }
 
   /**
@@ -128,10 +167,10 @@ export class Bm25Index {
   ): FieldLengths {
     const options = analyzerOptions(analyzer);
     const tokens = tokenize(text, options);
-    for (const [term, tf] of termFrequencies(tokens)) this.insert.run(kb, term, chunkId, tf);
+    for (const [term, tf] of termFrequencies(tokens)) this.insert.run(kb, term, chunkId, tf, tokens.length);
     const titleTokens = title ? tokenize(title, options) : [];
     for (const [term, tf] of termFrequencies(titleTokens)) {
-      this.insert.run(kb, TITLE_FIELD_PREFIX + term, chunkId, tf);
+      this.insert.run(kb, TITLE_FIELD_PREFIX + term, chunkId, tf, titleTokens.length);
     }
     return { body: tokens.length, title: titleTokens.length };
   }
@@ -151,48 +190,117 @@ export class Bm25Index {
   search(kb: string, query: string, topK: number, params: Bm25Params): Bm25Hit[] {
     const queryTerms = termFrequencies(tokenize(query, analyzerOptions(params.analyzer ?? "english")));
     if (queryTerms.size === 0 || !(topK > 0)) return [];
-    const stats = this.db
-      .prepare(
-        `SELECT count(*) AS n, coalesce(avg(token_count), 0) AS avgdl,
-                coalesce(avg(title_token_count), 0) AS avgtl FROM chunks WHERE kb = ?`,
-      )
-      .get(kb) as { n: number; avgdl: number; avgtl: number };
-    if (stats.n === 0) return [];
-    const body = this.db.prepare(
-      `SELECT p.chunk_id AS id, p.tf AS tf, c.token_count AS len FROM postings p
-       JOIN chunks c ON c.id = p.chunk_id WHERE p.kb = ? AND p.term = ?`,
-    );
-    const titles = this.db.prepare(
-      `SELECT p.chunk_id AS id, p.tf AS tf, c.title_token_count AS len FROM postings p
-       JOIN chunks c ON c.id = p.chunk_id WHERE p.kb = ? AND p.term = ?`,
-    );
+    const stats = this.statsOf.get(kb) as
+      | { chunks: number; body_tokens: number; title_tokens: number; version: number }
+      | undefined;
+    if (!stats || stats.chunks <= 0) return [];
+    const state = `${stats.version}:${stats.chunks}:${stats.body_tokens}:${stats.title_tokens}`;
+    let cached = this.dfCache.get(kb);
+    if (!cached || cached.state !== state || cached.df.size > DF_CACHE_TERMS) {
+      cached = { state, df: new Map() };
+      this.dfCache.set(kb, cached);
+    }
+    const dfs = cached.df;
+    const N = stats.chunks;
     const titleWeight = params.titleWeight ?? DEFAULT_BM25_PARAMS.titleWeight;
-    const scores = new Map<number, number>();
-    const add = (
-      rows: { id: number; tf: number; len: number }[],
-      avg: number,
-      weight: number,
-      qtf: number,
-    ) => {
-      if (rows.length === 0) return;
-      const idf = bm25Idf(stats.n, rows.length);
-      for (const row of rows) {
-        const s = weight * qtf * bm25TermScore(row.tf, row.len, avg, idf, params);
-        scores.set(row.id, (scores.get(row.id) ?? 0) + s);
+    const k1 = params.k1;
+    const lists: QueryList[] = [];
+    const addList = (term: string, weight: number, avg: number) => {
+      let df = dfs.get(term);
+      if (df === undefined) {
+        df = this.dfOf.get(kb, term) as number;
+        dfs.set(term, df);
       }
+      if (df === 0) return;
+      const idf = bm25Idf(N, df);
+      // tf·(k1 + 1) / (tf + k1·norm) < k1 + 1 for every tf > 0 and norm > 0.
+      // (A relative slack of 1e-12 covers rounding in the score.)
+      lists.push({ term, weight, avg, idf, df, bound: weight * idf * (k1 + 1) * (1 + 1e-12) });
     };
     for (const [term, qtf] of queryTerms) {
-      add(body.all(kb, term) as { id: number; tf: number; len: number }[], stats.avgdl, 1, qtf);
-      if (titleWeight > 0) {
-        const rows = titles.all(kb, TITLE_FIELD_PREFIX + term) as { id: number; tf: number; len: number }[];
-        add(rows, stats.avgtl, titleWeight, qtf);
+      addList(term, qtf, stats.body_tokens / N);
+      if (titleWeight > 0) addList(TITLE_FIELD_PREFIX + term, titleWeight * qtf, stats.title_tokens / N);
+    }
+    if (lists.length === 0) return [];
+    lists.sort((x, y) => y.bound - x.bound || x.df - y.df);
+    // rest[i]: the most lists i… can add to any chunk's score.
+    const rest = new Array<number>(lists.length + 1).fill(0);
+    for (let i = lists.length - 1; i >= 0; i--)
+      rest[i] = (rest[i + 1] as number) + (lists[i] as QueryList).bound;
+    const scores = new Map<number, number>();
+    const score = (list: QueryList, tf: number, len: number) =>
+      list.weight * bm25TermScore(tf, len, list.avg, list.idf, params);
+    let i = 0;
+    // Full reads, while an unseen chunk could still reach the top k. The k-th score is at
+    // most the best one, so it is only worked out once the bound falls below the best.
+    let best = 0;
+    let theta = Number.NEGATIVE_INFINITY;
+    for (; i < lists.length; i++) {
+      const bound = rest[i] as number;
+      if (scores.size >= topK && bound < best) {
+        theta = kthLargest(scores, topK);
+        if (bound < theta) break;
+      }
+      const list = lists[i] as QueryList;
+      for (const [id, tf, len] of this.listOf.all(kb, list.term) as [number, number, number][]) {
+        const s = (scores.get(id) ?? 0) + score(list, tf, len);
+        scores.set(id, s);
+        if (s > best) best = s;
       }
     }
-    return [...scores]
-      .map(([chunkId, score]) => ({ chunkId, score }))
-      .sort((x, y) => y.score - x.score || x.chunkId - y.chunkId)
-      .slice(0, topK);
+    // The lists left only complete the scores of chunks that can still reach the top k.
+    for (let first = true; i < lists.length; i++, first = false) {
+      // Pruning keeps the top k, so the k-th score only changes as the scores complete.
+      if (!first) theta = kthLargest(scores, topK);
+      for (const [id, s] of scores) if (s + (rest[i] as number) < theta) scores.delete(id);
+      const list = lists[i] as QueryList;
+      const rows =
+        scores.size * 4 < list.df
+          ? (this.probe.all(kb, list.term, JSON.stringify([...scores.keys()])) as [number, number, number][])
+          : (this.listOf.all(kb, list.term) as [number, number, number][]);
+      for (const [id, tf, len] of rows) {
+        const s = scores.get(id);
+        if (s !== undefined) scores.set(id, s + score(list, tf, len));
+      }
+    }
+    theta = scores.size > topK ? kthLargest(scores, topK) : Number.NEGATIVE_INFINITY;
+    const hits: Bm25Hit[] = [];
+    for (const [chunkId, s] of scores) if (s >= theta) hits.push({ chunkId, score: s });
+    return hits.sort((x, y) => y.score - x.score || x.chunkId - y.chunkId).slice(0, topK);
   }
+}
+
+/** Terms whose document frequency a {@link Bm25Index} keeps per KB before starting over. */
+const DF_CACHE_TERMS = 50_000;
+
+/** The k-th largest value of `scores` (−∞ when it holds fewer than k), in linear time. */
+function kthLargest(scores: Map<number, number>, k: number): number {
+  if (scores.size < k) return Number.NEGATIVE_INFINITY;
+  const values = Float64Array.from(scores.values());
+  // Quickselect for the index of the k-th largest in ascending order.
+  const target = values.length - k;
+  let lo = 0;
+  let hi = values.length - 1;
+  while (lo < hi) {
+    const pivot = values[(lo + hi) >>> 1] as number;
+    let l = lo;
+    let r = hi;
+    while (l <= r) {
+      while ((values[l] as number) < pivot) l++;
+      while ((values[r] as number) > pivot) r--;
+      if (l <= r) {
+        const t = values[l] as number;
+        values[l] = values[r] as number;
+        values[r] = t;
+        l++;
+        r--;
+      }
+    }
+    if (target <= r) hi = r;
+    else if (target >= l) lo = l;
+    else break;
+  }
+  return values[target] as number;
 }
 
 /** Options of a {@link MemoryBm25Index}. */

@@ -157,10 +157,12 @@ export class Catalog {
 
   /** Document and chunk counts of a knowledge base. */
   counts(kb: string): KbCounts {
-    const d = this.db
-      .prepare("SELECT count(*) AS n, coalesce(sum(embedded), 0) AS e FROM documents WHERE kb = ?")
-      .get(kb) as { n: number; e: number };
-    const c = this.db.prepare("SELECT count(*) AS n FROM chunks WHERE kb = ?").get(kb) as { n: number };
+    // Document and chunk counts from the statistics the triggers keep (no scan of the KB).
+    const stats = this.db
+      .prepare("SELECT documents, unembedded, chunks FROM kb_stats WHERE kb = ?")
+      .get(kb) as { documents: number; unembedded: number; chunks: number } | undefined;
+    const d = { n: stats?.documents ?? 0, e: (stats?.documents ?? 0) - (stats?.unembedded ?? 0) };
+    const c = { n: stats?.chunks ?? 0 };
     const byType: Record<string, number> = {};
     const rows = this.db
       .prepare("SELECT type, count(*) AS n FROM documents WHERE kb = ? GROUP BY type ORDER BY type")
@@ -169,12 +171,15 @@ export class Catalog {
     return { documents: d.n, chunks: c.n, embeddedDocuments: d.e, documentsByType: byType };
   }
 
-  /** Number of documents of a KB stored without vectors (ingested with embedding off). */
+  /**
+   * Number of documents of a KB stored without vectors (ingested with embedding off), from
+   * the statistics the database keeps by trigger (one row read, whatever the KB's size).
+   */
   unembeddedDocuments(kb: string): { documents: number; unembedded: number } {
-    const row = this.db
-      .prepare("SELECT count(*) AS n, coalesce(sum(1 - embedded), 0) AS u FROM documents WHERE kb = ?")
-      .get(kb) as { n: number; u: number };
-    return { documents: row.n, unembedded: row.u };
+    const row = this.db.prepare("SELECT documents, unembedded FROM kb_stats WHERE kb = ?").get(kb) as
+      | { documents: number; unembedded: number }
+      | undefined;
+    return { documents: row?.documents ?? 0, unembedded: row?.unembedded ?? 0 };
   }
 
   /** Looks up a document by its URI. */
@@ -226,17 +231,17 @@ export class Catalog {
   }
 
   /**
-   * A fingerprint of a KB's indexed data that changes whenever a document is
-   * added, replaced (re-ingest gives new row ids) or removed: `count:maxId:sumId`.
-   * Search-result cache keys include it, so an ingest invalidates cached results.
+   * A version of a KB's indexed data that changes whenever a document is added, replaced,
+   * re-labelled as embedded or removed: a counter the database's triggers bump in the same
+   * transaction, never reset (a KB dropped and re-created continues from where it was), so
+   * reading it costs one row whatever the KB's size. Search-result cache keys include it,
+   * so an ingest invalidates cached results.
    */
   dataVersion(kb: string): string {
-    const row = this.db
-      .prepare(
-        "SELECT count(*) AS n, coalesce(max(id), 0) AS m, coalesce(sum(id), 0) AS s FROM documents WHERE kb = ?",
-      )
-      .get(kb) as { n: number; m: number; s: number };
-    return `${row.n}:${row.m}:${row.s}`;
+    const row = this.db.prepare("SELECT version FROM kb_stats WHERE kb = ?").get(kb) as
+      | { version: number }
+      | undefined;
+    return `v${row?.version ?? 0}`;
   }
 
   /**

@@ -8,7 +8,7 @@ import { KnowledgeLayerError } from "../errors.js";
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** File name of the embedded database inside the data directory. */
 export const DB_FILE = "kl.db";
@@ -70,9 +70,19 @@ CREATE TABLE IF NOT EXISTS postings (
   term TEXT NOT NULL,
   chunk_id INTEGER NOT NULL,
   tf INTEGER NOT NULL,
+  len INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (kb, term, chunk_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_chunk ON postings (chunk_id);
+CREATE TABLE IF NOT EXISTS kb_stats (
+  kb TEXT PRIMARY KEY,
+  chunks INTEGER NOT NULL DEFAULT 0,
+  body_tokens INTEGER NOT NULL DEFAULT 0,
+  title_tokens INTEGER NOT NULL DEFAULT 0,
+  documents INTEGER NOT NULL DEFAULT 0,
+  unembedded INTEGER NOT NULL DEFAULT 0,
+  version INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS embedding_cache (
   provider TEXT NOT NULL,
   model TEXT NOT NULL,
@@ -94,6 +104,68 @@ CREATE TABLE IF NOT EXISTS vec_records (
   UNIQUE (collection, id)
 );
 `;
+
+// Per-KB corpus statistics kept by triggers, so they commit (or roll back) with the rows
+// they count, whichever code path writes them (ingest, delete, cascade, KB drop): BM25's N
+// and field-length sums, the unembedded-documents count, and a data version that grows on
+// every document change (it is never reset, so a KB dropped and re-created never reuses one).
+const TRIGGERS = `
+CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_insert AFTER INSERT ON chunks BEGIN
+  INSERT INTO kb_stats (kb, chunks, body_tokens, title_tokens)
+  VALUES (NEW.kb, 1, NEW.token_count, NEW.title_token_count)
+  ON CONFLICT (kb) DO UPDATE SET chunks = chunks + 1,
+    body_tokens = body_tokens + excluded.body_tokens, title_tokens = title_tokens + excluded.title_tokens;
+END;
+CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_delete AFTER DELETE ON chunks BEGIN
+  UPDATE kb_stats SET chunks = chunks - 1, body_tokens = body_tokens - OLD.token_count,
+    title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;
+END;
+CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_update AFTER UPDATE OF kb, token_count, title_token_count ON chunks BEGIN
+  UPDATE kb_stats SET chunks = chunks - 1, body_tokens = body_tokens - OLD.token_count,
+    title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;
+  INSERT INTO kb_stats (kb, chunks, body_tokens, title_tokens)
+  VALUES (NEW.kb, 1, NEW.token_count, NEW.title_token_count)
+  ON CONFLICT (kb) DO UPDATE SET chunks = chunks + 1,
+    body_tokens = body_tokens + excluded.body_tokens, title_tokens = title_tokens + excluded.title_tokens;
+END;
+CREATE TRIGGER IF NOT EXISTS kb_stats_document_insert AFTER INSERT ON documents BEGIN
+  INSERT INTO kb_stats (kb, documents, unembedded, version)
+  VALUES (NEW.kb, 1, 1 - (NEW.embedded <> 0), 1)
+  ON CONFLICT (kb) DO UPDATE SET documents = documents + 1,
+    unembedded = unembedded + excluded.unembedded, version = version + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS kb_stats_document_delete AFTER DELETE ON documents BEGIN
+  UPDATE kb_stats SET documents = documents - 1, unembedded = unembedded - (1 - (OLD.embedded <> 0)),
+    version = version + 1 WHERE kb = OLD.kb;
+END;
+CREATE TRIGGER IF NOT EXISTS kb_stats_document_update AFTER UPDATE OF kb, embedded ON documents BEGIN
+  UPDATE kb_stats SET documents = documents - 1, unembedded = unembedded - (1 - (OLD.embedded <> 0)),
+    version = version + 1 WHERE kb = OLD.kb;
+  INSERT INTO kb_stats (kb, documents, unembedded, version)
+  VALUES (NEW.kb, 1, 1 - (NEW.embedded <> 0), 1)
+  ON CONFLICT (kb) DO UPDATE SET documents = documents + 1,
+    unembedded = unembedded + excluded.unembedded, version = version + 1;
+END;
+`;
+
+/**
+ * Recounts every KB's {@link TRIGGERS} statistics from the rows (migration, and tests that
+ * check the triggers against a recount). Versions are kept, and bumped so cached results
+ * of the recounted KBs are not reused.
+ */
+export function recountKbStats(db: Db): void {
+  db.exec(`
+    INSERT INTO kb_stats (kb) SELECT DISTINCT kb FROM documents WHERE true ON CONFLICT (kb) DO NOTHING;
+    INSERT INTO kb_stats (kb) SELECT DISTINCT kb FROM chunks WHERE true ON CONFLICT (kb) DO NOTHING;
+    UPDATE kb_stats SET
+      chunks = (SELECT count(*) FROM chunks c WHERE c.kb = kb_stats.kb),
+      body_tokens = (SELECT coalesce(sum(token_count), 0) FROM chunks c WHERE c.kb = kb_stats.kb),
+      title_tokens = (SELECT coalesce(sum(title_token_count), 0) FROM chunks c WHERE c.kb = kb_stats.kb),
+      documents = (SELECT count(*) FROM documents d WHERE d.kb = kb_stats.kb),
+      unembedded = (SELECT count(*) FROM documents d WHERE d.kb = kb_stats.kb AND d.embedded = 0),
+      version = version + 1;
+  `);
+}
 
 /**
  * Opens (creating if needed) the embedded database `kl.db` in `dataDir`, in WAL
@@ -135,13 +207,17 @@ export function openDatabase(dataDir: string): Db {
   } else if (Number(version.value) < SCHEMA_VERSION) {
     migrate(db, Number(version.value));
   }
+  db.exec(TRIGGERS);
   return db;
 }
 
 /**
  * Brings a database written by an older schema up to {@link SCHEMA_VERSION}, in one
  * transaction. Schema 1 → 2: `chunks.title_token_count` (BM25 title field; chunks
- * ingested before it have no title postings until they are re-ingested).
+ * ingested before it have no title postings until they are re-ingested). Schema 2 → 3:
+ * `postings.len` (the field length of the posting's chunk, so keyword search reads a
+ * posting list without joining chunks) and `kb_stats` (corpus statistics kept by triggers),
+ * both built from the existing rows.
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
@@ -150,6 +226,16 @@ function migrate(db: Db, from: number): void {
       if (!columns.some((c) => c.name === "title_token_count")) {
         db.exec("ALTER TABLE chunks ADD COLUMN title_token_count INTEGER NOT NULL DEFAULT 0");
       }
+    }
+    if (from < 3) {
+      const columns = db.prepare("PRAGMA table_info(postings)").all() as { name: string }[];
+      if (!columns.some((c) => c.name === "len")) {
+        db.exec("ALTER TABLE postings ADD COLUMN len INTEGER NOT NULL DEFAULT 0");
+      }
+      db.exec(`UPDATE postings SET len = coalesce((SELECT CASE WHEN substr(postings.term, 1, 3) = char(31) || 't:'
+        THEN c.title_token_count ELSE c.token_count END FROM chunks c WHERE c.id = postings.chunk_id), 0)`);
+      recountKbStats(db);
+      db.exec(TRIGGERS);
     }
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
   })();

@@ -1,0 +1,335 @@
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import { KnowledgeLayer } from "../src/knowledge-layer.js";
+import { Bm25Index, bm25Idf, bm25TermScore, DEFAULT_BM25_PARAMS } from "../src/retrieve/bm25.js";
+import { analyzerOptions, tokenize } from "../src/retrieve/tokenizer.js";
+import { Catalog } from "../src/store/catalog.js";
+import { type Db, openDatabase, recountKbStats, SCHEMA_VERSION } from "../src/store/database.js";
+import { tempDir } from "./helpers.js";
+
+/** The statistics a recount over the rows gives, per KB with any row. */
+function recount(db: Db): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  const kbs = db.prepare("SELECT kb FROM documents UNION SELECT kb FROM chunks").pluck().all() as string[];
+  for (const kb of kbs) {
+    const c = db
+      .prepare(
+        "SELECT count(*) AS n, coalesce(sum(token_count), 0) AS b, coalesce(sum(title_token_count), 0) AS t FROM chunks WHERE kb = ?",
+      )
+      .get(kb) as { n: number; b: number; t: number };
+    const d = db
+      .prepare("SELECT count(*) AS n, coalesce(sum(embedded = 0), 0) AS u FROM documents WHERE kb = ?")
+      .get(kb) as { n: number; u: number };
+    out[kb] = [c.n, c.b, c.t, d.n, d.u];
+  }
+  return out;
+}
+
+/** The statistics the triggers kept, for KBs that have rows (a dropped KB keeps a zero row). */
+function kept(db: Db): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  const rows = db.prepare("SELECT * FROM kb_stats ORDER BY kb").all() as {
+    kb: string;
+    chunks: number;
+    body_tokens: number;
+    title_tokens: number;
+    documents: number;
+    unembedded: number;
+  }[];
+  for (const r of rows) {
+    const values = [r.chunks, r.body_tokens, r.title_tokens, r.documents, r.unembedded];
+    if (values.some((v) => v !== 0)) out[r.kb] = values;
+  }
+  return out;
+}
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS =
+  "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega river stone cloud fire water tree light night".split(
+    " ",
+  );
+
+describe("keyword index: statistics kept by triggers and exact MaxScore top-k", () => {
+  const { dir, cleanup } = tempDir();
+  const db: Db = openDatabase(dir);
+  afterAll(() => {
+    db.close();
+    cleanup();
+  });
+  const catalog = new Catalog(db);
+  const bm25 = new Bm25Index(db);
+  /** What the index should hold: chunk id → its KB, text and title. */
+  const model = new Map<number, { kb: string; doc: number; text: string; title: string }>();
+
+  const addDocument = (rand: () => number, kb: string): number => {
+    const title = rand() < 0.5 ? "" : `${WORDS[Math.floor(rand() * WORDS.length)]} notes`;
+    const n = 1 + Math.floor(rand() * 4);
+    const uri = `mem:${kb}/${Math.floor(rand() * 1e9)}`;
+    let documentId = 0;
+    db.transaction(() => {
+      documentId = catalog.insertDocument({
+        kb,
+        uri,
+        path: uri,
+        type: "text",
+        ...(title ? { title } : {}),
+        contentHash: "h",
+        pipelineHash: "p",
+        embedded: rand() < 0.5,
+        metadata: { type: "text" } as never,
+        text: "",
+        chunkCount: n,
+      });
+      for (let i = 0; i < n; i++) {
+        const words = Array.from(
+          { length: Math.floor(rand() * 12) },
+          () => WORDS[Math.floor(rand() ** 2 * WORDS.length)],
+        );
+        const text = words.join(" ");
+        const chunk = {
+          text,
+          chunkIndex: i,
+          totalChunks: n,
+          chunkType: "text",
+          start: 0,
+          end: 0,
+          metadata: {},
+        };
+        const id = catalog.insertChunk(kb, documentId, chunk as never, 0);
+        const lengths = bm25.indexChunk(kb, id, text, "english", title);
+        catalog.setTokenCount(id, lengths.body, lengths.title);
+        model.set(id, { kb, doc: documentId, text, title });
+      }
+    })();
+    return documentId;
+  };
+
+  const deleteDocument = (documentId: number) => {
+    db.transaction(() => {
+      bm25.removeDocument(documentId);
+      catalog.deleteDocument(documentId);
+    })();
+    for (const [id, c] of model) if (c.doc === documentId) model.delete(id);
+  };
+
+  /** Brute-force BM25 over the model, independent of the postings table. */
+  const reference = (kb: string, query: string, titleWeight: number): Map<number, number> => {
+    const chunks = [...model].filter(([, c]) => c.kb === kb);
+    const body = new Map(chunks.map(([id, c]) => [id, tokenize(c.text, analyzerOptions("english"))]));
+    const titles = new Map(
+      chunks.map(([id, c]) => [id, c.title ? tokenize(c.title, analyzerOptions("english")) : []]),
+    );
+    const N = chunks.length;
+    const mean = (m: Map<number, string[]>) => [...m.values()].reduce((s, t) => s + t.length, 0) / N;
+    const scores = new Map<number, number>();
+    for (const term of tokenize(query, analyzerOptions("english"))) {
+      for (const [field, weight] of [
+        [body, 1],
+        [titles, titleWeight],
+      ] as const) {
+        if (weight === 0) continue;
+        const df = [...field.values()].filter((t) => t.includes(term)).length;
+        if (df === 0) continue;
+        const idf = bm25Idf(N, df);
+        const avg = mean(field);
+        for (const [id, tokens] of field) {
+          const tf = tokens.filter((t) => t === term).length;
+          if (tf > 0) {
+            const s = weight * bm25TermScore(tf, tokens.length, avg, idf, DEFAULT_BM25_PARAMS);
+            scores.set(id, (scores.get(id) ?? 0) + s);
+          }
+        }
+      }
+    }
+    return scores;
+  };
+
+  const checkSearch = (rand: () => number, kb: string) => {
+    const query = Array.from(
+      { length: 1 + Math.floor(rand() * 5) },
+      () => WORDS[Math.floor(rand() * WORDS.length)],
+    ).join(" ");
+    for (const topK of [1, 3, 10, 1000]) {
+      for (const titleWeight of [0.3, 0]) {
+        const hits = bm25.search(kb, query, topK, { ...DEFAULT_BM25_PARAMS, titleWeight });
+        const all = reference(kb, query, titleWeight);
+        const expected = [...all.values()].sort((a, b) => b - a).slice(0, topK);
+        expect(hits.map((h) => h.score).length, query).toBe(expected.length);
+        hits.forEach((h, i) => {
+          expect(h.score, `${query} #${i}`).toBeCloseTo(expected[i] as number, 9);
+          expect(all.get(h.chunkId), query).toBeCloseTo(h.score, 9);
+          if (i > 0) {
+            const prev = hits[i - 1] as { chunkId: number; score: number };
+            expect(prev.score > h.score || (prev.score === h.score && prev.chunkId < h.chunkId)).toBe(true);
+          }
+        });
+      }
+    }
+  };
+
+  it("statistics equal a recount, and search equals brute force, after random inserts and deletes", () => {
+    for (const seed of [1, 2, 3]) {
+      const rand = random(seed);
+      const docs: number[] = [];
+      for (let step = 0; step < 120; step++) {
+        const kb = rand() < 0.7 ? "a" : "b";
+        const r = rand();
+        if (r < 0.6 || docs.length === 0) docs.push(addDocument(rand, kb));
+        else if (r < 0.9) deleteDocument(docs.splice(Math.floor(rand() * docs.length), 1)[0] as number);
+        else {
+          const id = docs[Math.floor(rand() * docs.length)] as number;
+          catalog.markEmbedded(id);
+        }
+        if (step % 10 === 0) {
+          expect(kept(db)).toEqual(recount(db));
+          checkSearch(rand, "a");
+          checkSearch(rand, "b");
+        }
+      }
+      expect(kept(db)).toEqual(recount(db));
+      // Drop a KB: statistics go to zero, its version keeps growing.
+      const version = catalog.dataVersion("b");
+      db.transaction(() => catalog.deleteKb("b"))();
+      for (const [id, c] of model) if (c.kb === "b") model.delete(id);
+      expect(kept(db)).toEqual(recount(db));
+      expect(catalog.dataVersion("b")).not.toBe(version);
+      expect(bm25.search("b", WORDS.join(" "), 10, DEFAULT_BM25_PARAMS)).toEqual([]);
+      addDocument(rand, "b");
+      expect(kept(db)).toEqual(recount(db));
+      checkSearch(rand, "b");
+    }
+  });
+
+  it("a rolled-back transaction leaves the statistics as they were", () => {
+    const before = kept(db);
+    const version = catalog.dataVersion("a");
+    expect(() =>
+      db.transaction(() => {
+        addDocument(random(9), "a");
+        throw new Error("crash before commit");
+      })(),
+    ).toThrow("crash before commit");
+    for (const id of model.keys())
+      if (!db.prepare("SELECT 1 FROM chunks WHERE id = ?").get(id)) model.delete(id);
+    expect(kept(db)).toEqual(before);
+    expect(catalog.dataVersion("a")).toBe(version);
+  });
+
+  it("recountKbStats gives back what the triggers kept", () => {
+    const before = kept(db);
+    db.exec("UPDATE kb_stats SET chunks = 0, body_tokens = 7");
+    recountKbStats(db);
+    expect(kept(db)).toEqual(before);
+  });
+});
+
+describe("keyword index through ingest: re-ingest, delete, KB dropped and re-created, migration", () => {
+  const tmp = tempDir();
+  afterAll(() => tmp.cleanup());
+  const folder = join(tmp.dir, "docs");
+  const dataDir = join(tmp.dir, "data");
+
+  const consistent = (kl: KnowledgeLayer) => expect(kept(kl.db)).toEqual(recount(kl.db));
+  const ids = async (kl: KnowledgeLayer, query: string) =>
+    (await kl.search(query, { mode: "keyword", kbs: ["kw"] })).results.map((r) => r.source.path);
+
+  it("keeps statistics, versions and results right through every change", async () => {
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(folder, { recursive: true });
+    const a = join(folder, "a.md");
+    const b = join(folder, "b.md");
+    writeFileSync(a, "# Apples\n\nOrchard apples ripen in autumn.\n");
+    writeFileSync(b, "# Borrowing\n\nThe borrow checker rejects dangling references.\n");
+    const kl = KnowledgeLayer.open({ dataDir });
+    try {
+      kl.createKb("kw");
+      const versions = new Set<string>();
+      const version = () => kl.catalog.dataVersion("kw");
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      consistent(kl);
+      versions.add(version());
+      expect(await ids(kl, "orchard")).toEqual([a]);
+      expect(kl.catalog.unembeddedDocuments("kw")).toEqual({ documents: 2, unembedded: 2 });
+
+      // Re-ingest of a changed file: the old text is gone, the new one found, the cache not reused.
+      writeFileSync(a, "# Apples\n\nCider presses squeeze the harvest.\n");
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      consistent(kl);
+      expect(versions.has(version())).toBe(false);
+      versions.add(version());
+      expect(await ids(kl, "orchard")).toEqual([]);
+      expect(await ids(kl, "cider")).toEqual([a]);
+
+      // A deleted file: removed from the index by the next ingest.
+      rmSync(b);
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      consistent(kl);
+      expect(versions.has(version())).toBe(false);
+      versions.add(version());
+      expect(await ids(kl, "borrow checker")).toEqual([]);
+
+      // KB dropped and re-created: nothing of the old KB is found, versions are not reused.
+      expect(await ids(kl, "cider")).toEqual([a]);
+      await kl.deleteKb("kw");
+      consistent(kl);
+      kl.createKb("kw");
+      writeFileSync(join(folder, "c.md"), "# Ciphers\n\nA cider-free note on ciphers.\n");
+      rmSync(a);
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      consistent(kl);
+      expect(versions.has(version())).toBe(false);
+      expect(await ids(kl, "harvest")).toEqual([]);
+      expect(await ids(kl, "ciphers")).toEqual([join(folder, "c.md")]);
+    } finally {
+      await kl.close();
+    }
+  });
+
+  it("migrates a schema-2 database: postings get their lengths, kb_stats is built", async () => {
+    writeFileSync(join(folder, "d.md"), "# Dangling\n\nReferences outlive nothing here; ciphers again.\n");
+    let before: unknown;
+    {
+      const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" } });
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      before = (await kl.search("ciphers references", { mode: "keyword", kbs: ["kw"] })).results;
+      await kl.close();
+    }
+    // Turn the file back into schema 2.
+    const raw = new Database(join(dataDir, "kl.db"));
+    for (const t of raw.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").pluck().all()) {
+      raw.exec(`DROP TRIGGER "${t}"`);
+    }
+    raw.exec("DROP TABLE kb_stats; ALTER TABLE postings DROP COLUMN len");
+    raw.prepare("UPDATE meta SET value = '2' WHERE key = 'schema_version'").run();
+    raw.close();
+    const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" } });
+    try {
+      expect(kl.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe(
+        String(SCHEMA_VERSION),
+      );
+      consistent(kl);
+      expect(kl.db.prepare("SELECT count(*) FROM postings WHERE len = 0").pluck().get()).toBe(0);
+      const after = (await kl.search("ciphers references", { mode: "keyword", kbs: ["kw"] })).results;
+      expect(after).toEqual(before);
+      // The triggers are back: a later ingest keeps the statistics.
+      writeFileSync(join(folder, "e.md"), "# Extra\n\nOne more note.\n");
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      consistent(kl);
+    } finally {
+      await kl.close();
+    }
+  });
+});
