@@ -125,7 +125,8 @@ function headerSecrets(headers: Record<string, string>): string[] {
 }
 
 /** The password (and a lone user name, often a token) of a URL, decoded. */
-function urlSecrets(url: string): string[] {
+export function urlSecrets(url: string | undefined): string[] {
+  if (url === undefined) return [];
   try {
     const u = new URL(url);
     const values = u.password !== "" ? [u.password] : [u.username];
