@@ -80,12 +80,13 @@ export function urlProblem(
   value: unknown,
   options: { schemes: readonly string[]; credentials: boolean },
 ): string | undefined {
-  const expected = options.schemes.map((s) => s.replace(/:$/, "")).join(" or ");
+  const names = options.schemes.map((s) => s.replace(/:$/, "")).join(" or ");
+  const expected = `${/^[aeioh]/.test(names) ? "an" : "a"} ${names}`;
   if (typeof value !== "string" || value.trim() === "")
-    return `must be a ${expected} URL (got ${JSON.stringify(value)})`;
+    return `must be ${expected} URL (got ${JSON.stringify(value)})`;
   const shown = JSON.stringify(maskUrl(value));
   if (/\s/.test(value)) {
-    return `must be a ${expected} URL without spaces (got ${shown}); percent-encode spaces in a password as %20`;
+    return `must be ${expected} URL without spaces (got ${shown}); percent-encode spaces in a password as %20`;
   }
   const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(value)?.[1] ?? "";
   if ((authority.match(/@/g) ?? []).length > 1) {
@@ -95,10 +96,10 @@ export function urlProblem(
   try {
     url = new URL(value);
   } catch {
-    return `must be a ${expected} URL (got ${shown})`;
+    return `must be ${expected} URL (got ${shown})`;
   }
   if (!options.schemes.includes(url.protocol)) {
-    return `must be a ${expected} URL, not ${url.protocol} (got ${shown})`;
+    return `must be ${expected} URL, not ${url.protocol} (got ${shown})`;
   }
   if (!options.credentials && (url.username !== "" || url.password !== "")) {
     return (
