@@ -229,6 +229,10 @@ export function validateVectorStore(
   if (vs.url !== undefined) {
     const allowed = vs.type === "pgvector" ? ["postgres:", "postgresql:"] : ["http:", "https:"];
     const problem = urlProblem(vs.url, { schemes: allowed, credentials: true });
+    const protocol = /^([a-z][a-z0-9+.-]*:)\/\//i.exec(vs.url)?.[1]?.toLowerCase();
+    if (problem !== undefined && protocol !== undefined && !allowed.includes(protocol)) {
+      fail("vectorStore.url", `"${protocol}" URLs do not work with ${vs.type}; use ${allowed.join(" or ")}`);
+    }
     if (problem !== undefined) {
       fail(
         "vectorStore.url",

@@ -80,30 +80,28 @@ export function urlProblem(
   value: unknown,
   options: { schemes: readonly string[]; credentials: boolean },
 ): string | undefined {
-  const names = options.schemes.map((s) => s.replace(/:$/, "")).join(" or ");
-  const expected = `${/^[aeioh]/.test(names) ? "an" : "a"} ${names}`;
-  if (typeof value !== "string" || value.trim() === "")
-    return `must be ${expected} URL (got ${JSON.stringify(value)})`;
+  const http = options.schemes.length === 2 && options.schemes.every((s) => HTTP_SCHEMES.includes(s));
+  const names = http ? "http(s)" : options.schemes.map((s) => s.replace(/:$/, "")).join(" or ");
+  const expected = `must be ${/^[aeioh]/.test(names) ? "an" : "a"} ${names} URL`;
+  if (typeof value !== "string" || value.trim() === "") return `${expected}, got ${JSON.stringify(value)}`;
   const shown = JSON.stringify(maskUrl(value));
   if (/\s/.test(value)) {
-    return `must be ${expected} URL without spaces (got ${shown}); percent-encode spaces in a password as %20`;
+    return `${expected} without spaces, got ${shown}; percent-encode a space in a password as %20`;
   }
   const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(value)?.[1] ?? "";
   if ((authority.match(/@/g) ?? []).length > 1) {
-    return `has an unencoded "@" in its user name or password (got ${shown}); write it as %40`;
+    return `has an unencoded "@" in its user name or password, got ${shown}; write it as %40`;
   }
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    return `must be ${expected} URL (got ${shown})`;
+    return `${expected}, got ${shown}`;
   }
-  if (!options.schemes.includes(url.protocol)) {
-    return `must be ${expected} URL, not ${url.protocol} (got ${shown})`;
-  }
+  if (!options.schemes.includes(url.protocol)) return `${expected}, got ${shown}`;
   if (!options.credentials && (url.username !== "" || url.password !== "")) {
     return (
-      `must not hold credentials (user:password@ or token@): HTTP clients refuse such URLs (got ${shown}); ` +
+      `must not hold credentials (user:password@ or token@): HTTP clients refuse such URLs, got ${shown}; ` +
       "remove them and put the key in the apiKey setting (or the provider's API key environment variable)"
     );
   }

@@ -362,7 +362,7 @@ describe("URL credentials", () => {
         (c) => {
           c.retrieval.expansionLlm = { baseUrl: "ftp://bot:PW_SECRET_6@llm.example/v1", model: "m" };
         },
-        /an http or https URL, not ftp:/,
+        /an http\(s\) URL, got "ftp:\/\/bot:\*\*\*@/,
       ],
       [
         "vectorStore.url",
