@@ -72,12 +72,18 @@ export function maskUrl(url: string): string {
   if (m === null) return redactText(url);
   const [, scheme = "", authority = "", rest = ""] = m;
   const at = authority.lastIndexOf("@");
-  const head = at < 0 ? authority : `${maskUserinfo(authority.slice(0, at))}@${authority.slice(at + 1)}`;
+  const userinfo = authority.slice(0, Math.max(0, at));
+  // A userinfo with spaces must look like `user:pass word` (not `host:8080 is down, mail ops`).
+  if (at < 0 || (/\s/.test(userinfo) && !SPACED_USERINFO.test(userinfo))) return redactText(url);
+  const head = `${maskUserinfo(userinfo)}@${authority.slice(at + 1)}`;
   return redactText(`${scheme}${head}${rest}`);
 }
 
 /** A whole string that is one URL: scheme, authority (up to the first `/`, `?`, `#`), the rest; one line. */
 const WHOLE_URL = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#\r\n]*)([^\r\n]*)$/i;
+
+/** `user:pass word`: a password with at most 4 spaces, not a `host:port` followed by text. */
+const SPACED_USERINFO = /^[^\s/?#@:]*:(?!\d+\s)\S*(?:[ \t]+\S+){1,4}$/;
 
 /** True when a string looks like a credential rather than a user name (long, or a known key shape). */
 function looksLikeToken(s: string): boolean {

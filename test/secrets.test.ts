@@ -321,6 +321,10 @@ describe("URL credentials", () => {
       "see https://x.example:443 and mail bob@example.com",
     );
     expect(redactText("https://npm.example/@scope/pkg")).toBe("https://npm.example/@scope/pkg");
+    const down = "http://host:8080 is down, mail ops@example.com";
+    expect(redactText(down)).toBe(down);
+    expect(maskUrl(down)).toBe(down);
+    expect(redactSecrets({ detail: down })).toEqual({ detail: down });
     expect(redactText("https://u:pw@host bob@x.example")).toBe("https://u:***@host bob@x.example");
   });
 
