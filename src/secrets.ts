@@ -124,9 +124,12 @@ const KEY_SHAPES =
 
 /**
  * Free text (an error message, a log line) with credentials masked: URL userinfo
- * (`user:***@`, `***@` for a lone user name; see {@link maskUrl}) and secret query parameters, `Bearer`/`Basic` credentials, `name: value` and
- * `name=value` pairs whose name is a secret ({@link isSecretKey}), and API keys of
- * well-known shapes (`sk-…`, `ghp_…`, `AKIA…`).
+ * (`user:***@`, `***@` for a lone user name, also when a password holds an
+ * unencoded `@` or spaces; see {@link maskUrl}), secret query parameters,
+ * `Bearer`/`Basic` credentials, `name: value` and `name=value` pairs whose name is
+ * a secret ({@link isSecretKey}), and API keys of well-known shapes (`sk-…`,
+ * `ghp_…`, `AKIA…`). Values known to be secret (a provider's own key) are masked
+ * by {@link maskKnownSecrets}.
  */
 export function redactText(text: string): string {
   return text
