@@ -221,6 +221,22 @@ describe("outputs", () => {
     expectMasked(vault.config);
   });
 
+  it("kl kb create refuses a store URL with a space in its password, naming the field, secret masked", () => {
+    const r = kl(
+      "kb",
+      "create",
+      "spaced",
+      "--store",
+      "pgvector",
+      "--store-url",
+      "postgres://u:BAD SECRET_7@host/db",
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("vectorStore.url must be a postgres or postgresql URL without spaces");
+    expect(r.stderr).toContain('"postgres://u:***@host/db"');
+    expect(r.stderr + r.stdout).not.toMatch(SECRETS);
+  });
+
   it("the human kb description masks them too", async () => {
     const lib = KnowledgeLayer.open({ dataDir, cache: { type: "none" }, create: false });
     try {
