@@ -140,7 +140,7 @@ export function redactText(text: string): string {
     )
     .replace(BEARER, (m: string) => `${m.split(/\s+/)[0]} ${MASK}`)
     .replace(ASSIGNMENT, (m, quote: string, name: string, sep: string, value: string) => {
-      if (!isSecretKey(name) || /^["']?(\*\*\*|Bearer|Basic|Token)["']?$/.test(value)) return m;
+      if (!isSecretKey(name) || /^["']?(\*\*\*|(Bearer|Basic|Token)["']?$)/.test(value)) return m;
       const q = value.startsWith('"') ? '"' : value.startsWith("'") ? "'" : "";
       return `${quote}${name}${quote}${sep}${q}${MASK}${q}`;
     })

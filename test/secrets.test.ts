@@ -31,6 +31,7 @@ import {
 } from "../src/secrets.js";
 import { internalKbName } from "../src/server/tenancy.js";
 import { redactKbConfig } from "../src/store/index.js";
+import { QdrantVectorStore } from "../src/store/qdrant.js";
 import { tempDir } from "./helpers.js";
 import { startServer, type TestServer } from "./server-helpers.js";
 
@@ -499,6 +500,18 @@ describe("provider requests", () => {
     );
     expect(rerankError).toContain("Incorrect API key provided: ***.");
     expect(rerankError).not.toContain("RAWKEY");
+  });
+
+  it("a store's own key echoed back by its server is masked (qdrant)", async () => {
+    const key = "QDRANT_RAWKEY_0123456789";
+    answer = () => ({ status: 403, body: { status: { error: `Invalid api-key: ${key}` } } });
+    const store = new QdrantVectorStore({ url: base, apiKey: key, timeoutMs: 5000 });
+    const message = await store.connect().then(
+      () => "",
+      (e: Error) => e.message,
+    );
+    expect(message).toContain("authentication failed (HTTP 403: Invalid api-key: ***); check the API key");
+    expect(message).not.toContain("RAWKEY");
   });
 
   it("a URL with credentials fails at once (no retries), with the credentials masked", async () => {
