@@ -2,6 +2,7 @@ import { validateChunkingConfig } from "./chunk/spans.js";
 import { EMBEDDING_PROVIDERS, type EmbeddingProviderConfig } from "./embed/config.js";
 import { ConfigError } from "./errors.js";
 import { DEFAULT_EXTRACTION_LIMITS, type ExtractOptions, resolveExtractOptions } from "./extract/contract.js";
+import { HTTP_SCHEMES, urlProblem } from "./http.js";
 import { ANALYZERS, type Analyzer } from "./retrieve/tokenizer.js";
 
 /** Chunking strategies. `auto` picks one per source type (see `chunk/index.ts`). */
@@ -226,18 +227,17 @@ export function validateVectorStore(
   if (vs.type === "sqlite" && vs.url !== undefined)
     fail("vectorStore.url", "does not apply to sqlite (the embedded store)");
   if (vs.url !== undefined) {
-    let protocol = "";
-    try {
-      protocol = new URL(vs.url).protocol;
-    } catch {
+    const allowed = vs.type === "pgvector" ? ["postgres:", "postgresql:"] : ["http:", "https:"];
+    const problem = urlProblem(vs.url, { schemes: allowed, credentials: true });
+    const protocol = /^([a-z][a-z0-9+.-]*:)\/\//i.exec(vs.url)?.[1]?.toLowerCase();
+    if (problem !== undefined && protocol !== undefined && !allowed.includes(protocol)) {
+      fail("vectorStore.url", `"${protocol}" URLs do not work with ${vs.type}; use ${allowed.join(" or ")}`);
+    }
+    if (problem !== undefined) {
       fail(
         "vectorStore.url",
-        `is not a URL (expected e.g. ${vs.type === "pgvector" ? "postgres://user@host:5432/db" : "http://host:port"})`,
+        `${problem} (${vs.type} expects e.g. ${vs.type === "pgvector" ? "postgres://user@host:5432/db" : "http://host:port"})`,
       );
-    }
-    const allowed = vs.type === "pgvector" ? ["postgres:", "postgresql:"] : ["http:", "https:"];
-    if (!allowed.includes(protocol)) {
-      fail("vectorStore.url", `"${protocol}" URLs do not work with ${vs.type}; use ${allowed.join(" or ")}`);
     }
   }
   if (vs.timeoutMs !== undefined && !(Number.isInteger(vs.timeoutMs) && vs.timeoutMs > 0)) {
@@ -513,6 +513,11 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
     fail("embedding.model", "must be a non-empty string");
   }
   checkInt(config.embedding.batchSize, "embedding.batchSize", 1, fail);
+  const embeddingUrl = (config.embedding as { baseUrl?: unknown }).baseUrl;
+  if (embeddingUrl !== undefined) {
+    const problem = urlProblem(embeddingUrl, { schemes: HTTP_SCHEMES, credentials: false });
+    if (problem !== undefined) fail("embedding.baseUrl", problem);
+  }
   validateVectorStore(config.vectorStore, fail);
   const r = config.retrieval;
   if (!RETRIEVAL_MODES.includes(r.mode)) {
@@ -561,13 +566,14 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   }
   if (r.reranker.type === "llm" && !r.reranker.baseUrl)
     fail("retrieval.reranker.baseUrl", "is required for an llm reranker");
+  const reranker = r.reranker as { baseUrl?: unknown };
+  if (reranker.baseUrl !== undefined) {
+    const problem = urlProblem(reranker.baseUrl, { schemes: HTTP_SCHEMES, credentials: false });
+    if (problem !== undefined) fail("retrieval.reranker.baseUrl", problem);
+  }
   if (r.expansionLlm !== undefined) {
-    if (!/^https?:\/\/[^\s]+$/.test(String(r.expansionLlm.baseUrl))) {
-      fail(
-        "retrieval.expansionLlm.baseUrl",
-        `must be an http(s) URL (got ${JSON.stringify(r.expansionLlm.baseUrl)})`,
-      );
-    }
+    const problem = urlProblem(r.expansionLlm.baseUrl, { schemes: HTTP_SCHEMES, credentials: false });
+    if (problem !== undefined) fail("retrieval.expansionLlm.baseUrl", problem);
     if (typeof r.expansionLlm.model !== "string" || r.expansionLlm.model.trim() === "") {
       fail("retrieval.expansionLlm.model", "must be a non-empty model name");
     }

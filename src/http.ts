@@ -4,12 +4,19 @@
  * 408/429/5xx and network errors (honouring `Retry-After`, and optionally a
  * wait hint found in the error body, such as Hugging Face's `estimated_time`),
  * and errors that name the caller, the HTTP status and the message of the
- * error body. API keys never appear in error messages.
+ * error body. API keys never appear in error messages: the values of the
+ * secret headers sent (`authorization`, `x-api-key`, …) and of
+ * {@link HttpOptions.secrets} are masked in every message, even when the
+ * server echoes them (`Incorrect API key provided: …`), and so are URL
+ * credentials ({@link redactText}).
  *
  * Callers choose the error type through an {@link HttpErrorFactory}
  * (src/rerank/http.ts builds `RerankError`s, src/embed/remote.ts
  * `EmbeddingError`s).
  */
+
+import { ConfigError } from "./errors.js";
+import { isSecretKey, maskKnownSecrets, maskUrl, redactText } from "./secrets.js";
 
 /** Transport settings of a remote service. */
 export interface HttpOptions {
@@ -27,6 +34,113 @@ export interface HttpOptions {
   retryMaxDelayMs?: number;
   /** The `fetch` to use (tests, proxies). Default: the global `fetch`. */
   fetch?: typeof fetch;
+  /**
+   * Secret values of the caller's config (API keys, passwords) to mask in error
+   * messages besides the secret headers' values (see {@link maskKnownSecrets}).
+   */
+  secrets?: readonly (string | undefined)[];
+}
+
+/**
+ * The URL of endpoint `path` under a service root `base`: `path` is appended to
+ * the root's path (trailing slashes dropped), and the root's query string (e.g.
+ * `?api-version=2024-02-01`) and fragment are kept after it. With `skipPrefix`, a
+ * root whose path already ends in that prefix does not get it twice
+ * (`endpointUrl("http://h/v1", "/v1/chat/completions", "/v1")` → `http://h/v1/chat/completions`).
+ * @throws ConfigError when `base` is not an http(s) URL (the message has its credentials masked).
+ */
+export function endpointUrl(base: string, path: string, skipPrefix?: string): string {
+  let url: URL;
+  try {
+    url = new URL(base.trim());
+  } catch {
+    throw new ConfigError(
+      `${JSON.stringify(maskUrl(base))} is not a URL (expected e.g. http://host:port/v1)`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${JSON.stringify(maskUrl(base))} is not an http(s) URL`);
+  }
+  const root = url.pathname.replace(/\/+$/, "");
+  const tail = skipPrefix !== undefined && root.endsWith(skipPrefix) ? path.slice(skipPrefix.length) : path;
+  url.pathname = `${root}${tail.startsWith("/") ? "" : "/"}${tail}`;
+  return url.href;
+}
+
+/**
+ * Why `value` cannot be used as the URL of a service, or undefined when it can:
+ * not a string, whitespace in it (a password with an unencoded space), more than
+ * one `@` before the host (an unencoded `@` in a password: write it as `%40`),
+ * unparseable, a scheme not in `schemes` (e.g. `["http:", "https:"]`), or
+ * credentials (`user:password@`) when `credentials` is false (HTTP clients refuse
+ * such URLs: the key belongs in `apiKey`). The problem quotes the URL with its
+ * credentials masked, after the field name (`… must be …`).
+ */
+export function urlProblem(
+  value: unknown,
+  options: { schemes: readonly string[]; credentials: boolean },
+): string | undefined {
+  const http = options.schemes.length === 2 && options.schemes.every((s) => HTTP_SCHEMES.includes(s));
+  const names = http ? "http(s)" : options.schemes.map((s) => s.replace(/:$/, "")).join(" or ");
+  const expected = `must be ${/^[aeioh]/.test(names) ? "an" : "a"} ${names} URL`;
+  if (typeof value !== "string" || value.trim() === "") return `${expected}, got ${JSON.stringify(value)}`;
+  const shown = JSON.stringify(maskUrl(value));
+  if (/\s/.test(value)) {
+    return `${expected} without spaces, got ${shown}; percent-encode a space in a password as %20`;
+  }
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(value)?.[1] ?? "";
+  if ((authority.match(/@/g) ?? []).length > 1) {
+    return `has an unencoded "@" in its user name or password, got ${shown}; write it as %40`;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `${expected}, got ${shown}`;
+  }
+  if (!options.schemes.includes(url.protocol)) return `${expected}, got ${shown}`;
+  if (!options.credentials && (url.username !== "" || url.password !== "")) {
+    return (
+      `must not hold credentials (user:password@ or token@): HTTP clients refuse such URLs, got ${shown}; ` +
+      "remove them and put the key in the apiKey setting (or the provider's API key environment variable)"
+    );
+  }
+  return undefined;
+}
+
+/** `http:` and `https:`, the schemes of the HTTP services (embedders, rerankers, expansion). */
+export const HTTP_SCHEMES: readonly string[] = ["http:", "https:"];
+
+/** The values of the secret headers (`authorization` → the credential after `Bearer `, `x-api-key`, …). */
+function headerSecrets(headers: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (!isSecretKey(name) || typeof value !== "string") continue;
+    out.push(value);
+    const parts = value.trim().split(/\s+/);
+    if (parts.length === 2 && parts[1] !== undefined) out.push(parts[1]);
+  }
+  return out;
+}
+
+/** The password (and a lone user name, often a token) of a URL, decoded. */
+export function urlSecrets(url: string | undefined): string[] {
+  if (url === undefined) return [];
+  try {
+    const u = new URL(url);
+    const values = u.password !== "" ? [u.password] : [u.username];
+    return values.filter((v) => v !== "").map((v) => safeDecode(v));
+  } catch {
+    return [];
+  }
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 /**
@@ -149,6 +263,18 @@ export async function postJsonWith(
   signal?: AbortSignal,
   hooks: PostJsonHooks = {},
 ): Promise<unknown> {
+  const secrets = [...headerSecrets(headers), ...urlSecrets(url), ...(options.secrets ?? [])];
+  const rawFail = fail;
+  // Every message is masked here, where it is built: provider errors end up in
+  // search warnings, job reasons and logs, some of which keep the raw text.
+  fail = (message, opts) => rawFail(redactText(maskKnownSecrets(message, secrets)), opts);
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url)) {
+    throw fail(
+      `cannot send a request to ${maskUrl(url)}: the URL holds credentials (user:password@), which HTTP clients refuse; ` +
+        "remove them from the URL and set the apiKey setting (or the provider's API key environment variable) instead",
+      {},
+    );
+  }
   const timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
   const maxRetries = options.maxRetries ?? DEFAULTS.maxRetries;
   const baseDelay = options.retryBaseDelayMs ?? DEFAULTS.retryBaseDelayMs;

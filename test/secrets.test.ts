@@ -4,18 +4,34 @@
  * messages, and credentials in URLs and free text are masked.
  */
 import { spawnSync } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatKb } from "../src/cli/format.js";
-import { defaultKbConfig, KNOWN_KEYS, type KnowledgeBaseConfig } from "../src/config.js";
+import { defaultKbConfig, KNOWN_KEYS, type KnowledgeBaseConfig, validateKbConfig } from "../src/config.js";
+import { OpenAiCompatibleEmbedder } from "../src/embed/openai-compatible.js";
+import { ConfigError } from "../src/errors.js";
+import { endpointUrl } from "../src/http.js";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { createKnowledgeServer } from "../src/mcp/server.js";
-import { errorForLog, isSecretKey, MASK, maskUrl, redactSecrets, redactText } from "../src/secrets.js";
+import { CohereReranker, createReranker } from "../src/rerank/index.js";
+import { createLlmExpander } from "../src/retrieve/expansion.js";
+import {
+  errorForLog,
+  isSecretKey,
+  MASK,
+  maskKnownSecrets,
+  maskUrl,
+  redactSecrets,
+  redactText,
+} from "../src/secrets.js";
 import { internalKbName } from "../src/server/tenancy.js";
 import { redactKbConfig } from "../src/store/index.js";
+import { QdrantVectorStore } from "../src/store/qdrant.js";
 import { tempDir } from "./helpers.js";
 import { startServer, type TestServer } from "./server-helpers.js";
 
@@ -26,7 +42,11 @@ const dataDir = join(tmp.dir, "data");
 /** Every secret the config below holds; none may appear in any output. */
 const SECRETS = /SECRET_[A-Z_]+/;
 
-/** A KB config with a secret in every place a section can hold one (keys, URL passwords, URL query keys). */
+/**
+ * A KB config with a secret in every place a section can hold one (keys, URL passwords,
+ * URL user names, URL query keys). Some of these URLs are refused today (credentials in
+ * an HTTP provider's URL), so it is stored as an older version would have stored it.
+ */
 function secretConfig(name: string): KnowledgeBaseConfig {
   const base = defaultKbConfig(name);
   return {
@@ -51,7 +71,8 @@ function secretConfig(name: string): KnowledgeBaseConfig {
         type: "cohere",
         model: "rerank-v3",
         apiKey: "SECRET_RERANK_KEY",
-        baseUrl: "https://rerank.example.com?token=SECRET_RERANK_QUERY",
+        // A token as the URL's user name (no password).
+        baseUrl: "https://SECRET_RERANK_TOKEN@rerank.example.com?token=SECRET_RERANK_QUERY",
       },
       expansionLlm: {
         baseUrl: "https://bot:SECRET_LLM_PW@llm.example.com/v1",
@@ -75,7 +96,7 @@ function expectMasked(config: KnowledgeBaseConfig): void {
     type: "cohere",
     model: "rerank-v3",
     apiKey: MASK,
-    baseUrl: "https://rerank.example.com?token=***",
+    baseUrl: "https://***@rerank.example.com?token=***",
   });
   expect(config.retrieval.expansionLlm).toEqual({
     baseUrl: "https://bot:***@llm.example.com/v1",
@@ -85,9 +106,16 @@ function expectMasked(config: KnowledgeBaseConfig): void {
   expect(config.extraction?.slack?.workspaceUrl).toBe("https://acme.slack.com");
 }
 
+/** Stores a KB config without validation, as an older version may have stored it. */
+function insertOld(lib: KnowledgeLayer, config: KnowledgeBaseConfig): void {
+  lib.db
+    .prepare("INSERT INTO kbs (name, config, created_at) VALUES (?, ?, ?)")
+    .run(config.name, JSON.stringify(config), new Date().toISOString());
+}
+
 beforeAll(async () => {
   const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" } });
-  kl.catalog.insertKb(secretConfig("vault"));
+  insertOld(kl, secretConfig("vault"));
   await kl.close();
 });
 
@@ -194,6 +222,22 @@ describe("outputs", () => {
     expectMasked(vault.config);
   });
 
+  it("kl kb create refuses a store URL with a space in its password, naming the field, secret masked", () => {
+    const r = kl(
+      "kb",
+      "create",
+      "spaced",
+      "--store",
+      "pgvector",
+      "--store-url",
+      "postgres://u:BAD SECRET_7@host/db",
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("vectorStore.url must be a postgres or postgresql URL without spaces");
+    expect(r.stderr).toContain('"postgres://u:***@host/db"');
+    expect(r.stderr + r.stdout).not.toMatch(SECRETS);
+  });
+
   it("the human kb description masks them too", async () => {
     const lib = KnowledgeLayer.open({ dataDir, cache: { type: "none" }, create: false });
     try {
@@ -210,7 +254,7 @@ describe("outputs", () => {
     let server: TestServer;
     beforeAll(async () => {
       server = await startServer();
-      server.kl.catalog.insertKb(secretConfig(internalKbName("acme", "vault")));
+      insertOld(server.kl, secretConfig(internalKbName("acme", "vault")));
     });
     afterAll(async () => server?.close());
 
@@ -256,5 +300,243 @@ describe("outputs", () => {
         await mcp.close();
       }
     });
+  });
+});
+
+describe("URL credentials", () => {
+  it("masks any URL userinfo: a lone user name (token), a password with an unencoded @ or a space", () => {
+    expect(maskUrl("https://TOKEN_abc123@api.cohere.ai")).toBe("https://***@api.cohere.ai");
+    expect(maskUrl("postgres://u:PA@SECRET11@host/db")).toBe("postgres://u:***@host/db");
+    expect(maskUrl("postgres://u:BAD SECRET7@host/db")).toBe("postgres://u:***@host/db");
+    expect(maskUrl("https://ghp_abcdefghijklmnopqrstuvwxyz0123:x-oauth-basic@github.com/a")).toBe(
+      "https://***:***@github.com/a",
+    );
+    // The same in free text (search warnings, job reasons, logs).
+    const text = redactText(
+      "request to https://TOKEN_abc123@api.cohere.ai/v2/rerank failed: x; " +
+        "connect postgres://u:PA@SECRET11@host/db; connect postgres://u:BAD SECRET7@host:5432/db failed",
+    );
+    expect(text).not.toMatch(/TOKEN|SECRET/);
+    expect(text).toContain("https://***@api.cohere.ai/v2/rerank failed");
+    expect(text).toContain("postgres://u:***@host/db;");
+    expect(text).toContain("postgres://u:***@host:5432/db failed");
+    // Stored configs of older versions: every string field that is a URL.
+    expect(redactSecrets({ vectorStore: { url: "postgres://u:BAD SECRET7@host/db" } })).toEqual({
+      vectorStore: { url: "postgres://u:***@host/db" },
+    });
+    // Masking is stable, and text that only looks close is left alone.
+    for (const same of [
+      "https://***@h/x",
+      "postgres://kl:***@db",
+      "see https://x.example:443 and mail bob@example.com",
+      "https://npm.example/@scope/pkg",
+      "https://u:pw@host bob@x.example",
+    ]) {
+      expect(redactText(redactText(same))).toBe(redactText(same));
+    }
+    expect(redactText("see https://x.example:443 and mail bob@example.com")).toBe(
+      "see https://x.example:443 and mail bob@example.com",
+    );
+    expect(redactText("https://npm.example/@scope/pkg")).toBe("https://npm.example/@scope/pkg");
+    const down = "http://host:8080 is down, mail ops@example.com";
+    expect(redactText(down)).toBe(down);
+    expect(maskUrl(down)).toBe(down);
+    expect(redactSecrets({ detail: down })).toEqual({ detail: down });
+    expect(redactText("https://u:pw@host bob@x.example")).toBe("https://u:***@host bob@x.example");
+  });
+
+  it("masks a provider's own secret values, but not short ones", () => {
+    expect(maskKnownSecrets("Incorrect API key provided: RAWKEY42abc. Bye", ["RAWKEY42abc"])).toBe(
+      "Incorrect API key provided: ***. Bye",
+    );
+    expect(maskKnownSecrets("the cat sat", ["cat", undefined, ""])).toBe("the cat sat");
+    expect(maskKnownSecrets("k=a%2Fb%2Fcdef", ["a/b/cdef"])).toBe("k=***");
+  });
+
+  it("refuses invalid service URLs at KB create/update, naming the field, with the secret masked", () => {
+    const cases: [string, (c: KnowledgeBaseConfig) => void, RegExp][] = [
+      [
+        "embedding.baseUrl",
+        (c) => {
+          c.embedding = {
+            provider: "openai-compatible",
+            model: "m",
+            batchSize: 8,
+            baseUrl: "http://user:PW_SECRET_1@h/v1",
+          };
+        },
+        /credentials.*apiKey/,
+      ],
+      [
+        "retrieval.reranker.baseUrl",
+        (c) => {
+          c.retrieval.reranker = {
+            type: "cohere",
+            model: "rerank-v3.5",
+            baseUrl: "https://TOKEN_SECRET_2@api.cohere.ai",
+          };
+        },
+        /credentials/,
+      ],
+      [
+        "retrieval.expansionLlm.baseUrl",
+        (c) => {
+          c.retrieval.expansionLlm = { baseUrl: "ftp://bot:PW_SECRET_6@llm.example/v1", model: "m" };
+        },
+        /an http\(s\) URL, got "ftp:\/\/bot:\*\*\*@/,
+      ],
+      [
+        "vectorStore.url",
+        (c) => {
+          c.vectorStore = { type: "pgvector", url: "postgres://u:BAD SECRET_3@host/db" };
+        },
+        /without spaces.*%20/,
+      ],
+      [
+        "vectorStore.url",
+        (c) => {
+          c.vectorStore = { type: "pgvector", url: "postgres://u:PA@SECRET_4@host/db" };
+        },
+        /unencoded "@".*%40/,
+      ],
+    ];
+    for (const [field, change, why] of cases) {
+      const config = defaultKbConfig("bad");
+      change(config);
+      let message = "";
+      try {
+        validateKbConfig(config);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as Error).message;
+      }
+      expect(message, field).toContain(`${field} `);
+      expect(message, field).toMatch(why);
+      expect(message, field).not.toMatch(/SECRET/);
+      expect(message, field).toContain("***");
+    }
+    // The reranker's own check says the same (a KB update over HTTP, a library caller).
+    expect(() => createReranker({ type: "llm", model: "m", baseUrl: "http://a:PW_SECRET_5@h/v1" })).toThrow(
+      /reranker\.baseUrl must not hold credentials.*"http:\/\/a:\*\*\*@h\/v1"/,
+    );
+    // Credentials the store needs (pgvector) remain allowed.
+    const ok = defaultKbConfig("ok");
+    ok.vectorStore = { type: "pgvector", url: "postgres://u:p%40ss%20w@host/db" };
+    expect(() => validateKbConfig(ok)).not.toThrow();
+  });
+});
+
+describe("provider requests", () => {
+  /** A local HTTP server answering every POST with `answer(path)`; records the request paths. */
+  let server: Server;
+  let base = "";
+  const paths: string[] = [];
+  let answer: (path: string) => { status: number; body: unknown } = () => ({ status: 200, body: {} });
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        paths.push(req.url ?? "");
+        const { status, body } = answer(req.url ?? "");
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((done) => server.close(() => done())));
+
+  it("endpoint paths go after the base URL's path, and its query string is kept", async () => {
+    expect(endpointUrl("http://h/v1/?api-version=2024-02-01", "/embeddings")).toBe(
+      "http://h/v1/embeddings?api-version=2024-02-01",
+    );
+    expect(endpointUrl("http://h/v1", "/v1/chat/completions", "/v1")).toBe("http://h/v1/chat/completions");
+    expect(endpointUrl("http://h", "/v1/chat/completions", "/v1")).toBe("http://h/v1/chat/completions");
+    answer = (path) =>
+      path.startsWith("/v1/embeddings")
+        ? { status: 200, body: { data: [{ index: 0, embedding: [1, 0, 0] }] } }
+        : path.startsWith("/v2/rerank")
+          ? {
+              status: 200,
+              body: {
+                results: [
+                  { index: 0, relevance_score: 0.5 },
+                  { index: 1, relevance_score: 0.1 },
+                ],
+              },
+            }
+          : { status: 200, body: { choices: [{ message: { content: "alpha\nbeta" } }] } };
+    paths.length = 0;
+    const q = "?api-version=2024-02-01";
+    const embedder = new OpenAiCompatibleEmbedder({ model: "m", baseUrl: `${base}/v1${q}`, maxRetries: 0 });
+    await embedder.embedQuery("hello");
+    const reranker = new CohereReranker({ model: "r", apiKey: "k", baseUrl: `${base}${q}`, maxRetries: 0 });
+    await reranker.rerank("q", ["a", "b"]);
+    const expand = createLlmExpander({ baseUrl: `${base}/v1${q}`, model: "m" }, { maxRetries: 0 });
+    expect(await expand("query", 2)).toEqual(["alpha", "beta"]);
+    expect(paths).toEqual([`/v1/embeddings${q}`, `/v2/rerank${q}`, `/v1/chat/completions${q}`]);
+  });
+
+  it("a key echoed back in an error body is masked in the provider's error", async () => {
+    const key = "RAWKEY_0123456789abcdef";
+    answer = () => ({ status: 401, body: { error: { message: `Incorrect API key provided: ${key}.` } } });
+    const embedder = new OpenAiCompatibleEmbedder({
+      model: "m",
+      baseUrl: `${base}/v1`,
+      apiKey: key,
+      maxRetries: 0,
+    });
+    const embedError = await embedder.embedQuery("x").then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
+    expect(embedError).toContain("HTTP 401");
+    expect(embedError).toContain("Incorrect API key provided: ***.");
+    expect(embedError).not.toContain("RAWKEY");
+    const reranker = new CohereReranker({ model: "r", apiKey: key, baseUrl: base, maxRetries: 0 });
+    const rerankError = await reranker.rerank("q", ["a", "b"]).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
+    expect(rerankError).toContain("Incorrect API key provided: ***.");
+    expect(rerankError).not.toContain("RAWKEY");
+  });
+
+  it("a store's own key echoed back by its server is masked (qdrant)", async () => {
+    const key = "QDRANT_RAWKEY_0123456789";
+    answer = () => ({ status: 403, body: { status: { error: `Invalid api-key: ${key}` } } });
+    const store = new QdrantVectorStore({ url: base, apiKey: key, timeoutMs: 5000 });
+    const message = await store.connect().then(
+      () => "",
+      (e: Error) => e.message,
+    );
+    expect(message).toContain("authentication failed (HTTP 403: Invalid api-key: ***); check the API key");
+    expect(message).not.toContain("RAWKEY");
+  });
+
+  it("a URL with credentials fails at once (no retries), with the credentials masked", async () => {
+    paths.length = 0;
+    let calls = 0;
+    const counting: typeof fetch = (...args) => {
+      calls++;
+      return fetch(...args);
+    };
+    const authority = base.replace("http://", "");
+    const reranker = new CohereReranker({
+      model: "r",
+      apiKey: "k",
+      baseUrl: `http://TOKEN_SECRET_9@${authority}`,
+      maxRetries: 3,
+      fetch: counting,
+    } as ConstructorParameters<typeof CohereReranker>[0]);
+    const message = await reranker.rerank("q", ["a", "b"]).then(
+      () => "",
+      (e: Error) => e.message,
+    );
+    expect(message).toMatch(/holds credentials.*apiKey/);
+    expect(message).toContain(`http://***@${authority}/v2/rerank`);
+    expect(message).not.toContain("TOKEN_SECRET");
+    expect(calls).toBe(0);
+    expect(paths).toEqual([]);
   });
 });

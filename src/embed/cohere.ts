@@ -8,7 +8,8 @@
  * `{ message }`.
  */
 import { ConfigError } from "../errors.js";
-import { envKey, type InputKind, RemoteEmbedder, type RemoteEmbedderOptions, trimUrl } from "./remote.js";
+import { endpointUrl } from "../http.js";
+import { envKey, type InputKind, RemoteEmbedder, type RemoteEmbedderOptions } from "./remote.js";
 
 /** Default endpoint of Cohere's hosted API. */
 export const COHERE_BASE_URL = "https://api.cohere.com";
@@ -59,7 +60,7 @@ export class CohereEmbedder extends RemoteEmbedder {
           options.baseUrl === undefined ? "set apiKey or the COHERE_API_KEY environment variable" : undefined,
       },
     );
-    this.url = `${trimUrl(options.baseUrl ?? COHERE_BASE_URL)}/v2/embed`;
+    this.url = endpointUrl(options.baseUrl ?? COHERE_BASE_URL, "/v2/embed");
     this.truncate = options.truncate ?? "END";
     if (!["NONE", "START", "END"].includes(this.truncate)) {
       throw new ConfigError(

@@ -12,9 +12,10 @@
  *   the model loads.
  */
 
+import { endpointUrl } from "../http.js";
 import { EmbeddingError } from "./contract.js";
 import { resolvePrefixes } from "./models.js";
-import { envKey, type InputKind, RemoteEmbedder, type RemoteEmbedderOptions, trimUrl } from "./remote.js";
+import { envKey, type InputKind, RemoteEmbedder, type RemoteEmbedderOptions } from "./remote.js";
 
 /** Root of the hosted Inference API (hf-inference provider through the router). */
 export const HF_ROUTER_URL = "https://router.huggingface.co/hf-inference/models";
@@ -88,7 +89,7 @@ export class HuggingFaceEmbedder extends RemoteEmbedder {
     this.url =
       options.baseUrl === undefined
         ? `${HF_ROUTER_URL}/${options.model.split("/").map(encodeURIComponent).join("/")}/pipeline/feature-extraction`
-        : `${trimUrl(options.baseUrl)}/embed`;
+        : endpointUrl(options.baseUrl, "/embed");
   }
 
   protected async request(texts: string[], _kind: InputKind): Promise<unknown[]> {

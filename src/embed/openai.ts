@@ -8,6 +8,7 @@
  * code } }`.
  */
 import { ConfigError } from "../errors.js";
+import { endpointUrl } from "../http.js";
 import { isOpenAiModel, OPENAI_MAX_INPUT_TOKENS, type Prefixes } from "./models.js";
 import {
   envKey,
@@ -16,7 +17,6 @@ import {
   RemoteEmbedder,
   type RemoteEmbedderOptions,
   type RemoteTraits,
-  trimUrl,
 } from "./remote.js";
 import { fitToTokenLimit, tokenBound } from "./tokens.js";
 
@@ -117,7 +117,7 @@ export class OpenAiEmbedder extends RemoteEmbedder {
       );
     }
     this.longText = longText;
-    this.url = `${trimUrl(baseUrl)}/embeddings`;
+    this.url = endpointUrl(baseUrl, "/embeddings");
     this.maxInputTokens = flavour ? flavour.maxInputTokens : OPENAI_MAX_INPUT_TOKENS;
     const send = flavour ? flavour.sendDimensions : /^text-embedding-3/.test(options.model);
     this.requestDimensions = send ? options.dimension : undefined;

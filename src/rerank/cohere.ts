@@ -5,6 +5,7 @@
  * top_n }`, bearer API key; response `{ id, results: [{ index,
  * relevance_score }], meta }` with `results` sorted by relevance.
  */
+import { endpointUrl } from "../http.js";
 import { RerankError, type Reranker, type RerankOptions, type RerankScore } from "./contract.js";
 import { type HttpOptions, postJson } from "./http.js";
 import { rerankDistinct } from "./shared.js";
@@ -50,7 +51,7 @@ export class CohereReranker implements Reranker {
 
   constructor(private readonly options: CohereRerankerOptions) {
     this.name = `cohere:${options.model}`;
-    this.url = `${(options.baseUrl ?? COHERE_BASE_URL).replace(/\/+$/, "")}/v2/rerank`;
+    this.url = endpointUrl(options.baseUrl ?? COHERE_BASE_URL, "/v2/rerank");
   }
 
   rerank(query: string, docs: string[], options?: RerankOptions): Promise<RerankScore[]> {

@@ -17,6 +17,7 @@
 import type { Embedder } from "../embed/contract.js";
 import { createEmbedder } from "../embed/index.js";
 import { ConfigError } from "../errors.js";
+import { HTTP_SCHEMES, urlProblem } from "../http.js";
 import { CohereReranker } from "./cohere.js";
 import type { Reranker } from "./contract.js";
 import { CROSS_ENCODER_DTYPES, type CrossEncoderDtype, CrossEncoderReranker } from "./cross-encoder.js";
@@ -125,15 +126,8 @@ function optionalInt(config: Record<string, unknown>, field: string, min: number
 function optionalUrl(config: Record<string, unknown>, field: string): string | undefined {
   const v = optionalString(config, field);
   if (v === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(v);
-  } catch {
-    fail(field, `must be an http(s) URL, got ${JSON.stringify(v)}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    fail(field, `must be an http(s) URL, got ${JSON.stringify(v)}`);
-  }
+  const problem = urlProblem(v, { schemes: HTTP_SCHEMES, credentials: false });
+  if (problem !== undefined) fail(field, problem);
   return v;
 }
 

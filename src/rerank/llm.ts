@@ -6,6 +6,7 @@
  * sliding window that moves from the end of the list to its start, so strong
  * passages bubble up to the front.
  */
+import { endpointUrl } from "../http.js";
 import { RerankError, type Reranker, type RerankOptions, type RerankScore } from "./contract.js";
 import { type HttpOptions, postJson } from "./http.js";
 import { rerankDistinct } from "./shared.js";
@@ -148,8 +149,7 @@ export class LlmReranker implements Reranker {
 
   constructor(private readonly options: LlmRerankerOptions) {
     this.name = `llm:${options.model}`;
-    const root = options.baseUrl.replace(/\/+$/, "");
-    this.url = /\/v1$/.test(root) ? `${root}/chat/completions` : `${root}/v1/chat/completions`;
+    this.url = endpointUrl(options.baseUrl, "/v1/chat/completions", "/v1");
     this.windowSize = options.windowSize ?? 20;
     this.step = options.step ?? Math.max(1, Math.floor(this.windowSize / 2));
     if (!Number.isInteger(this.windowSize) || this.windowSize < 2) {

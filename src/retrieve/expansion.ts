@@ -5,7 +5,9 @@
  * each retrieved and fused by reciprocal rank fusion. Without an LLM configured,
  * the pipeline uses pseudo-relevance feedback instead (see `feedbackVariants`).
  */
+import { endpointUrl } from "../http.js";
 import { type HttpOptions, postJson } from "../rerank/http.js";
+import { redactText } from "../secrets.js";
 import type { QueryExpander } from "./search.js";
 
 /** Where the expansion LLM is. */
@@ -63,8 +65,7 @@ export function parseVariants(content: string, query: string, max: number): stri
  *   malformed responses or exhausted retries; the pipeline turns them into a warning.
  */
 export function createLlmExpander(config: ExpansionLlmConfig, http: HttpOptions = {}): QueryExpander {
-  const root = config.baseUrl.replace(/\/+$/, "");
-  const url = /\/v1$/.test(root) ? `${root}/chat/completions` : `${root}/v1/chat/completions`;
+  const url = endpointUrl(config.baseUrl, "/v1/chat/completions", "/v1");
   const name = `llm-expansion:${config.model}`;
   const headers: Record<string, string> = config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {};
   return async (query, max) => {
@@ -78,7 +79,7 @@ export function createLlmExpander(config: ExpansionLlmConfig, http: HttpOptions 
     )) as { choices?: { message?: { content?: unknown } }[] };
     const content = response?.choices?.[0]?.message?.content;
     if (typeof content !== "string")
-      throw new Error(`${name}: malformed response from ${url}: no choices[0].message.content`);
+      throw new Error(redactText(`${name}: malformed response from ${url}: no choices[0].message.content`));
     return parseVariants(content, query, max);
   };
 }

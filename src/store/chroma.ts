@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto";
 import type { ChromaClient, Collection, EmbeddingFunction, Metadata, Where } from "chromadb";
 import { KnowledgeLayerError } from "../errors.js";
+import { maskKnownSecrets, maskUrl, redactText } from "../secrets.js";
 import { checkCollectionSpec } from "./checks.js";
 import {
   type CollectionInfo,
@@ -193,15 +194,17 @@ export class ChromaVectorStore implements VectorStore {
       parsed = new URL(options.url);
     } catch {
       throw new KnowledgeLayerError(
-        `Chroma: invalid url "${options.url}" (expected e.g. http://127.0.0.1:8000)`,
+        `Chroma: invalid url "${maskUrl(options.url)}" (expected e.g. http://127.0.0.1:8000)`,
       );
     }
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-      throw new KnowledgeLayerError(`Chroma: url "${options.url}" must start with http:// or https://`);
+      throw new KnowledgeLayerError(
+        `Chroma: url "${maskUrl(options.url)}" must start with http:// or https://`,
+      );
     }
     if (parsed.pathname !== "/" || parsed.search || parsed.hash) {
       throw new KnowledgeLayerError(
-        `Chroma: url "${options.url}" must not have a path or query (the client addresses /api/v2 itself)`,
+        `Chroma: url "${maskUrl(options.url)}" must not have a path or query (the client addresses /api/v2 itself)`,
       );
     }
     // The origin only: credentials in the URL must not end up in error messages.
@@ -557,8 +560,11 @@ export class ChromaVectorStore implements VectorStore {
       errorName(error) === "ChromaConnectionError"
         ? "cannot reach the server (is it running, and is the URL right?)"
         : errorMessage(error);
-    return new KnowledgeLayerError(`${this.location}: ${operation}${target} failed: ${reason}`, {
-      cause: error,
-    });
+    // The server may echo a credential it rejected: this store's header values are masked.
+    const message = `${this.location}: ${operation}${target} failed: ${reason}`;
+    return new KnowledgeLayerError(
+      redactText(maskKnownSecrets(message, Object.values(this.options.headers ?? {}))),
+      { cause: error },
+    );
   }
 }

@@ -1,5 +1,6 @@
 import { type Index, Pinecone, type PineconeRecord, type RecordMetadata } from "@pinecone-database/pinecone";
 import { KnowledgeLayerError } from "../errors.js";
+import { maskKnownSecrets, redactText } from "../secrets.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
   CollectionInfo,
@@ -308,7 +309,7 @@ export class PineconeVectorStore implements VectorStore {
       model = await this.client.describeIndex(name);
     } catch (err) {
       throw new KnowledgeLayerError(
-        `pinecone: cannot describe index "${name}" at ${this.controller}: ${describeError(err, this.timeoutMs, this.maxRetries)}`,
+        `pinecone: cannot describe index "${name}" at ${this.controller}: ${describeError(err, this.timeoutMs, this.maxRetries, this.options.apiKey)}`,
         { cause: err },
       );
     }
@@ -441,7 +442,7 @@ export class PineconeVectorStore implements VectorStore {
   private wrap(action: string, collection: string, target: Target, err: unknown): KnowledgeLayerError {
     if (err instanceof KnowledgeLayerError) return err;
     return new KnowledgeLayerError(
-      `pinecone: cannot ${action} collection "${collection}" (index "${target.name}" at ${target.host}): ${describeError(err, this.timeoutMs, this.maxRetries)}`,
+      `pinecone: cannot ${action} collection "${collection}" (index "${target.name}" at ${target.host}): ${describeError(err, this.timeoutMs, this.maxRetries, this.options.apiKey)}`,
       { cause: err },
     );
   }
@@ -462,8 +463,12 @@ function isNotFound(err: unknown): boolean {
   return (err as { name?: unknown } | null)?.name === "PineconeNotFoundError";
 }
 
-/** A short explanation of a client error. */
-function describeError(err: unknown, timeoutMs: number, maxRetries: number): string {
+/** A short explanation of a client error, with the store's API key masked (a server may echo it). */
+function describeError(err: unknown, timeoutMs: number, maxRetries: number, apiKey?: string): string {
+  return redactText(maskKnownSecrets(explainError(err, timeoutMs, maxRetries), [apiKey]));
+}
+
+function explainError(err: unknown, timeoutMs: number, maxRetries: number): string {
   if (!(err instanceof Error)) return String(err);
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     if (e.name === "TimeoutError" || e.name === "AbortError") return `no answer within ${timeoutMs} ms`;

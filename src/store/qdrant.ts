@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { KnowledgeLayerError } from "../errors.js";
+import { urlSecrets } from "../http.js";
+import { maskKnownSecrets, redactText } from "../secrets.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
   CollectionInfo,
@@ -120,7 +122,11 @@ export class QdrantVectorStore implements VectorStore {
   /** Dimension and metric of the collections seen, by collection name. */
   private readonly metas = new Map<string, Meta>();
 
+  /** The API key and URL password, masked in error messages. */
+  private readonly secrets: string[];
+
   constructor(options: QdrantVectorStoreOptions) {
+    this.secrets = [options.apiKey ?? "", ...urlSecrets(options.url)];
     if (!options.url && !options.host) {
       throw new KnowledgeLayerError("qdrant: give the server `url` or `host`");
     }
@@ -141,9 +147,12 @@ export class QdrantVectorStore implements VectorStore {
         checkCompatibility: false,
       });
     } catch (err) {
-      throw new KnowledgeLayerError(`qdrant: invalid server address ${this.url}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new KnowledgeLayerError(
+        redactText(`qdrant: invalid server address ${this.url}: ${(err as Error).message}`),
+        {
+          cause: err,
+        },
+      );
     }
   }
 
@@ -391,10 +400,9 @@ export class QdrantVectorStore implements VectorStore {
   private wrap(action: string, collection: string | undefined, err: unknown): KnowledgeLayerError {
     if (err instanceof KnowledgeLayerError) return err;
     const what = collection === undefined ? "" : ` collection "${collection}"`;
-    return new KnowledgeLayerError(
-      `qdrant: cannot ${action}${what} at ${this.url}: ${describeError(err, this.timeoutMs)}`,
-      { cause: err },
-    );
+    // The server may echo the key it rejected: this store's own secrets are masked.
+    const message = `qdrant: cannot ${action}${what} at ${this.url}: ${describeError(err, this.timeoutMs)}`;
+    return new KnowledgeLayerError(redactText(maskKnownSecrets(message, this.secrets)), { cause: err });
   }
 }
 
