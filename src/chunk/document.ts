@@ -326,7 +326,7 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
       // An overlap never reaches back into the carried blocks (a piece starting on a setext underline).
       let prevEnd = lead;
       return pieces.flatMap((p) => {
-        const start = Math.max(p.start, Math.min(u.start, prevEnd));
+        const start = skipBlankForward(text, Math.max(p.start, Math.min(u.start, prevEnd)), p.end);
         prevEnd = p.end;
         return p.end > start ? [{ start, end: p.end }] : [];
       });
