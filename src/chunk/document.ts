@@ -295,6 +295,7 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
     // together with the next paragraph, it takes that paragraph's first sentences (or lines) along;
     // with a table, its header and first rows. Unless the heading takes over half of the chunk, or
     // not even the first sentence fits with it; fenced and indented code that fits whole stays whole.
+    keepWithNext: (b) => b.kind === "heading",
     lead: (group, next) => {
       const first = group[0];
       if (!first || !headingsOnly(group)) return false;
@@ -304,12 +305,15 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
     split: (u, lead) => {
       const firstSize = budgetAt(lead);
       if (u.kind === "table") return splitTable(text, u, lead, budget, firstSize, prefix, limits);
-      if (u.kind === "paragraph" && lead < u.start && size(u.start, u.end) <= budget) {
-        // A paragraph that fits on its own, led by its heading: cut once, at a sentence end or line break.
-        const cut = leadCut(lead, u);
+      const cut = u.kind === "paragraph" && lead < u.start ? leadCut(lead, u) : -1;
+      if (cut > 0) {
+        // A paragraph led by its heading: the heading takes the first sentences (or lines) that fit.
         const head: Piece = { start: lead, end: skipBlankBackward(text, cut, lead) };
         const rest = skipBlankForward(text, cut, u.end);
-        return rest < u.end ? [head, { start: rest, end: u.end }] : [head];
+        if (rest >= u.end) return [head];
+        const overlap = Math.min(limits.overlap, Math.floor(budget / 2));
+        const tail = splitRange(text, rest, u.end, { size: budget, measure: limits.measure, overlap });
+        return [head, ...tail];
       }
       // Only a heading longer than the budget is ever cut, between its lines where it has several.
       const lines = u.kind === "fence" || u.kind === "code" || u.kind === "heading";

@@ -529,6 +529,13 @@ export interface PackOptions<U extends Span> {
    */
   lead?: (group: readonly U[], next: U) => boolean;
   /**
+   * Units (e.g. headings) that stay with what follows them: when `next` does not
+   * fit with the current group (or is oversized and the group is not carried),
+   * the group's trailing run of such units leaves it and starts the next group
+   * instead of ending this one. Default: none.
+   */
+  keepWithNext?: (unit: U) => boolean;
+  /**
    * Budget of a group (or piece) starting at `start`, when it differs from the
    * `budget` argument (e.g. a group starting with its own heading has no heading
    * prefix to leave room for). Default: `budget` everywhere.
@@ -567,12 +574,28 @@ export function pack<U extends Span>(units: readonly U[], budget: number, opts: 
     if (first && last) groups.push({ start: first.start, end: last.end, units: cur });
     cur = [];
   };
+  const fitsWith = (group: readonly U[], u: U): boolean => {
+    const first = group[0];
+    return (
+      !first || (sizeOf(first.start, u.end) <= budgetAt(first.start) && (!opts.join || opts.join(group, u)))
+    );
+  };
   for (const u of units) {
-    const first = cur[0];
     const oversized = sizeOf(u.start, u.end) > budgetAt(u.start);
-    const fits =
-      !first ||
-      (sizeOf(first.start, u.end) <= budgetAt(first.start) && (!opts.join || opts.join(cur, u)));
+    let fits = fitsWith(cur, u);
+    const keep = opts.keepWithNext;
+    if (keep && cur.length > 1 && (oversized ? !opts.carry?.(cur, u) : !fits)) {
+      let k = cur.length;
+      while (k > 0 && keep(cur[k - 1] as U)) k--;
+      if (k > 0 && k < cur.length) {
+        const moved = cur.slice(k);
+        cur = cur.slice(0, k);
+        flush();
+        cur = moved;
+        fits = fitsWith(cur, u);
+      }
+    }
+    const first = cur[0];
     if (oversized || (!fits && first && opts.lead?.(cur, u))) {
       let lead = u.start;
       let carried: U[] = [];
