@@ -170,3 +170,40 @@ describe("merged sections cite what they cover (item 7)", () => {
     expect(headingsLabel([["N"], ["N"]])).toBe("N | N");
   });
 });
+
+describe("front matter is metadata, not chunk text", () => {
+  const mdDoc = async (name: string, content: string) => {
+    const { extractBytes } = await import("../src/extract/index.js");
+    const [d] = await extractBytes(name, Buffer.from(content));
+    return d as NonNullable<typeof d>;
+  };
+
+  test("the YAML block is left out of the chunks; its keys stay in the document metadata", async () => {
+    const content =
+      "---\ntitle: Release Runbook\ntags: [ops, release]\n---\n\n# Release Runbook\n\nTag the commit, then push the tag.\n\n## Hotfix\n\nBranch from the tag.\n";
+    const d = await mdDoc("runbook.md", content);
+    expect(d.metadata).toMatchObject({ title: "Release Runbook", tags: ["ops", "release"] });
+    for (const size of [60, 400]) {
+      const chunks = await createChunker(config(size)).chunk(d);
+      // Every character but the front matter block's is in a chunk.
+      const fmEnd = d.text.indexOf("\n---\n") + 5;
+      checkInvariants({ ...d, text: " ".repeat(fmEnd) + d.text.slice(fmEnd) }, chunks, config(size));
+      const first = chunks[0] as Chunk;
+      expect(chunkBody(first).startsWith("# Release Runbook")).toBe(true);
+      expect(first.text.match(/Release Runbook/g)).toHaveLength(1);
+      for (const c of chunks) expect(c.text).not.toMatch(/^---$|title:|tags:/m);
+    }
+  });
+
+  test("TOML front matter too; a leading rule around prose, or a file of front matter only, is kept", async () => {
+    const toml = await mdDoc("t.md", '+++\ntitle = "Notes"\n# a TOML comment\n+++\n\nPlain notes here.\n');
+    const tc = await createChunker(config(400)).chunk(toml);
+    expect(tc.map(chunkBody)).toEqual(["Plain notes here."]);
+    const rule = "---\n\nJust prose between rules.\n\n---\n\nMore prose.\n";
+    const rc = await createChunker(config(400)).chunk(doc(rule, "markdown"));
+    expect(rc.map(chunkBody).join("\n\n")).toBe(rule.trim());
+    const only = "---\ntitle: Section index\n---\n";
+    const oc = await createChunker(config(400)).chunk(doc(only, "markdown"));
+    expect(oc.map(chunkBody)).toEqual([only.trim()]);
+  });
+});

@@ -286,6 +286,37 @@ describe("quoted history: Outlook-style and localised reply blocks", () => {
     }
   });
 
+  it("does not take a form template (From/To/Subject without a date or an address) for a reply block", async () => {
+    const templates = [
+      "Please fill the label like this:\nFrom: your name\nTo: the recipient\nSubject: what is inside\n\nThat is all.",
+      "Parcel slip, write it as:\nVon: Ihr Name\nAn: der Empfänger\nBetreff: der Inhalt\n\nDanke schön.",
+      "Form layout\nFrom: sender's department\nTo: receiving department\nCc: archive\nSubject: short summary\nDate: (leave empty)\n\nFile it by Friday.",
+    ];
+    for (const text of templates) expect(quotedSpans(text), text).toEqual([]);
+    // With quotedReplies "drop" the sender's own text, after the template, is all kept.
+    const body = `${templates[0]}\n\n${"Ask me if anything is unclear about the parcel labels. ".repeat(3)}`;
+    const d = doc(body, "email", { from: "Kim <kim@example.com>", subject: "Labels" });
+    for (const size of [120, 1000]) {
+      const chunks = await createChunker({ ...cfg(size), email: { quotedReplies: "drop" } }, "email").chunk(d);
+      const kept = chunks.map((c) => d.text.slice(c.start, c.end)).join("\n");
+      for (const part of ["From: your name", "Subject: what is inside", "That is all.", "parcel labels"])
+        expect(kept, `${size}: ${part}`).toContain(part);
+      for (const c of chunks) expect(c.metadata.hasQuoted).toBe(false);
+    }
+    // A real block still counts: a Sent/Date line with a date, or an address in the From line.
+    for (const block of [
+      "From: your name\nSent: 3 March 2025 10:12\nTo: the recipient\nSubject: what is inside",
+      "From: Kim <kim@example.com>\nTo: the recipient\nSubject: what is inside",
+      "From: kim@example.com\nTo: Lee\nSubject: Labels",
+    ]) {
+      const text = `My answer first.\n\n${block}\n\nOld text.`;
+      expect(
+        quotedSpans(text).map((s) => text.slice(s.start, s.end)),
+        block,
+      ).toEqual([`${block}\n\nOld text.`]);
+    }
+  });
+
   it("keeps the old message out of the new message's first chunk", async () => {
     const body = [
       ...Array.from({ length: 4 }, (_, i) => `Paragraph ${i} of my answer explains what we decided today.`),

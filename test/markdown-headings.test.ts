@@ -253,3 +253,141 @@ describe("the DOCUMENT chunker never cuts inside a heading that fits", () => {
     );
   });
 });
+
+describe("a heading is measured with the prefix its chunk really gets, and goes with its text", () => {
+  const run = async (text: string, chunkSize: number, minChunkSize = 0) => {
+    const d = doc(text, "markdown");
+    const config = { strategy: "document" as const, chunkSize, chunkOverlap: 0, minChunkSize };
+    const chunks = await createChunker(config).chunk(d);
+    checkInvariants(d, chunks, config);
+    return chunks.map((c) => ({ body: chunkBody(c), prefix: c.contextPrefix, text: c.text }));
+  };
+
+  test("a one-line setext heading that fits is never cut from its underline", async () => {
+    const text =
+      "Opening words.\n\nRelease notes\n=============\n\nFixed the login bug.\n\nAdded dark mode.\n";
+    // The heading is 27 characters: with its title also counted in the prefix it looked like 42 > 36.
+    for (const size of [36, 40, 48]) {
+      const chunks = await run(text, size, 5);
+      expect(
+        chunks.some(
+          (c) => c.body === "Release notes\n=============" || c.body.startsWith("Release notes\n="),
+        ),
+        `${size}`,
+      ).toBe(true);
+      expect(
+        chunks.some((c) => /^=+/.test(c.body)),
+        `${size}`,
+      ).toBe(false);
+      expect(
+        chunks.some((c) => c.body === "Release notes"),
+        `${size}`,
+      ).toBe(false);
+      // The chunk starting with the heading does not repeat it in its prefix.
+      for (const c of chunks.filter((c) => c.body.startsWith("Release notes")))
+        expect(c.prefix).toBeUndefined();
+    }
+  });
+
+  test("a two-line setext heading that fits stays whole", async () => {
+    const text =
+      "Installing the agent\non Windows hosts\n-----------------\n\nRun the MSI as administrator.\n";
+    const chunks = await run(text, 60);
+    const holder = chunks.find((c) => c.body.startsWith("Installing the agent\non Windows hosts\n---"));
+    expect(holder).toBeDefined();
+    expect(chunks.some((c) => c.body.startsWith("on Windows") || c.body.startsWith("---"))).toBe(false);
+  });
+
+  test("a section that fits once its heading is not repeated as prefix is one chunk", async () => {
+    const text = "Quick Start\n===========\n\nClone it, then run make.\n"; // 50 characters
+    for (const size of [50, 55, 60]) {
+      const chunks = await run(text, size);
+      expect(chunks, `${size}`).toHaveLength(1);
+      expect(chunks[0]?.text).toBe(text.trim());
+    }
+    // ATX behaves the same.
+    expect(await run("# Quick Start\n\nClone it, then run make.\n", 40)).toHaveLength(1);
+  });
+
+  test("a heading that does not fit with the whole next paragraph takes its first sentence along", async () => {
+    const text = "Backups\n=======\n\nSnapshots run nightly. They are kept for thirty days on the NAS.\n";
+    const chunks = await run(text, 60);
+    expect(chunks[0]?.body).toBe("Backups\n=======\n\nSnapshots run nightly.");
+    expect(chunks[1]?.body).toBe("They are kept for thirty days on the NAS.");
+    expect(chunks[1]?.prefix).toBe("Backups");
+    // No sentence end fits with it: the heading alone is forced (the paragraph is not torn mid-sentence).
+    const one = await run("Backups\n=======\n\nSnapshots run nightly and are kept for thirty days.\n", 60);
+    expect(one.map((c) => c.body)).toEqual([
+      "Backups\n=======",
+      "Snapshots run nightly and are kept for thirty days.",
+    ]);
+  });
+
+  test("a heading at the end of a merged group moves on to its own text", async () => {
+    const text =
+      "## Alpha\n\nShort a.\n\n## Beta\n\nBeta body sentence one is here. Beta body sentence two is longer.\n";
+    const chunks = await run(text, 60, 40);
+    for (const c of chunks) expect(c.body.endsWith("## Beta"), c.body).toBe(false);
+    expect(chunks.some((c) => c.body.startsWith("## Beta\n\nBeta body"))).toBe(true);
+  });
+
+  test("property: setext text and underline never part across chunks; no heading-only chunk unless sizes force it", async () => {
+    const word = fc.constantFrom("alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma");
+    const words = (min: number, max: number) =>
+      fc.array(word, { minLength: min, maxLength: max }).map((w) => w.join(" "));
+    const sentence = words(1, 7).map((s) => `${s.charAt(0).toUpperCase()}${s.slice(1)}.`);
+    const paragraph = fc.array(sentence, { minLength: 1, maxLength: 5 }).map((s) => s.join(" "));
+    const heading = fc
+      .tuple(fc.array(words(1, 4), { minLength: 1, maxLength: 2 }), fc.integer({ min: 3, max: 30 }))
+      .map(([lines, n]) => `${lines.join("\n")}\n${"=".repeat(n)}`);
+    const section = fc
+      .tuple(heading, fc.array(paragraph, { minLength: 1, maxLength: 3 }))
+      .map(([h, ps]) => ({ h, ps }));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.option(paragraph, { nil: undefined }),
+        fc.array(section, { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 24, max: 160 }),
+        fc.integer({ min: 0, max: 1 }),
+        async (intro, sections, size, merge) => {
+          const text = [intro, ...sections.map((s) => [s.h, ...s.ps].join("\n\n"))]
+            .filter((x) => x !== undefined)
+            .join("\n\n");
+          const d = doc(text, "markdown");
+          const config = {
+            strategy: "document" as const,
+            chunkSize: size,
+            chunkOverlap: 0,
+            minChunkSize: merge ? Math.floor(size / 3) : 0,
+          };
+          const chunks = await createChunker(config).chunk(d);
+          checkInvariants(d, chunks, config);
+          const blocks = parseMarkdownBlocks(text);
+          blocks.forEach((h, i) => {
+            if (h.kind !== "heading" || h.style !== "setext") return;
+            const underline = text.lastIndexOf("\n", h.end - 1) + 1;
+            const label = `${JSON.stringify(text)} at ${size}`;
+            // Text lines and underline: never one chunk ending before the underline and the next starting on it.
+            if (h.end - h.start <= size) {
+              for (const c of chunks) expect(c.start > h.start && c.start <= underline, label).toBe(false);
+              expect(
+                chunks.some((c) => c.start <= h.start && c.end >= h.end),
+                label,
+              ).toBe(true);
+            }
+            // Heading-only chunk: only when the heading takes over half the chunk, or its body's
+            // first sentence does not fit with it (all headings are level 1: no parent prefix).
+            const only = chunks.find((c) => c.start === h.start && c.end === h.end);
+            const body = blocks[i + 1];
+            if (!only || body?.kind !== "paragraph") return;
+            const dot = text.indexOf(". ", body.start);
+            const firstEnd = dot === -1 || dot >= body.end ? body.end : dot + 1;
+            const forced = h.end - h.start > size / 2 || firstEnd - h.start > size || firstEnd === body.end;
+            expect(forced, `heading-only chunk: ${label}`).toBe(true);
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -4,6 +4,7 @@
  * prefixed with its heading path.
  */
 import type { ChunkingConfig } from "../config.js";
+import { parseFrontMatter } from "../extract/markdown.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 import type { Chunker } from "./contract.js";
 import { type MarkdownBlock, parseMarkdownBlocks } from "./markdown-blocks.js";
@@ -15,7 +16,10 @@ import {
   makeChunk,
   type Span,
   sizeOf,
+  skipBlankBackward,
+  skipBlankForward,
 } from "./spans.js";
+import { findBoundaries } from "./sentences.js";
 import { type Line, lineSpans, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
 
 export { type MarkdownBlock, type MarkdownBlockKind, parseMarkdownBlocks } from "./markdown-blocks.js";
@@ -155,6 +159,7 @@ function splitTable(
   table: MarkdownBlock,
   lead: number,
   budget: number,
+  firstBudget: number,
   prefix: string,
   limits: ChunkLimits,
 ): Piece[] {
@@ -166,10 +171,12 @@ function splitTable(
   let idx = rows.findIndex((r) => r.start >= headerEnd);
   if (idx < 0) idx = rows.length;
   let end = headerEnd;
-  if (size(lead, headerEnd) > budget) {
-    pieces.push(...splitRange(text, lead, headerEnd, { size: budget, mode: "lines", measure }));
+  if (size(lead, headerEnd) > firstBudget) {
+    pieces.push(
+      ...splitRange(text, lead, headerEnd, { size: budget, firstSize: firstBudget, mode: "lines", measure }),
+    );
   } else {
-    while (idx < rows.length && size(lead, (rows[idx] as Line).end) <= budget)
+    while (idx < rows.length && size(lead, (rows[idx] as Line).end) <= firstBudget)
       end = (rows[idx++] as Line).end;
     pieces.push({ start: lead, end });
   }
@@ -222,33 +229,111 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
   // first heading, so no heading — the document title included — is embedded twice.
   const headingAt = new Map<number, MarkdownBlock>();
   for (const b of sec.blocks) if (b.kind === "heading") headingAt.set(b.start, b);
+  /** The prefix of a chunk starting at `start` with the default prefix. */
+  const prefixAt = (start: number): string => {
+    const lead = headingAt.get(start);
+    return lead ? pathPrefix(commonPath([headingPath, parents.get(lead) ?? []]), limits) : prefix;
+  };
+  // …and so its body has the room that heading would take in the prefix: the budget is measured
+  // with the prefix the chunk will really get (else a heading that fits is cut from its underline
+  // or left alone in a chunk of its own).
+  const budgets = new Map<number, number>();
+  const budgetAt = (start: number): number => {
+    if (!headingAt.has(start)) return budget;
+    let b = budgets.get(start);
+    if (b === undefined) {
+      b = Math.max(budget, bodyBudget(limits, prefixAt(start)));
+      budgets.set(start, b);
+    }
+    return b;
+  };
   const make = (span: Span, p: string): Chunk => {
-    const lead = p === prefix ? headingAt.get(span.start) : undefined;
-    const own = lead ? pathPrefix(commonPath([headingPath, parents.get(lead) ?? []]), limits) : p;
+    const own = p === prefix ? prefixAt(span.start) : p;
     return makeChunk(text, span, "section", {
       prefix: fitPrefix(limits, own, text.slice(span.start, span.end)),
       metadata: metadata(),
     });
   };
-  if (size(sec.start, sec.end) <= budget) return [make(sec, prefix)];
+  if (size(sec.start, sec.end) <= budgetAt(sec.start)) return [make(sec, prefix)];
+  /** A group of headings only, taking at most half of its chunk (so text can follow it there). */
+  const headingsOnly = (group: readonly MarkdownBlock[]): boolean => {
+    const first = group[0];
+    const last = group[group.length - 1];
+    if (!first || !last || !group.every((b) => b.kind === "heading")) return false;
+    return size(first.start, last.end) <= budgetAt(first.start) / 2;
+  };
+  /**
+   * The last sentence end or line break inside paragraph `u` such that `[lead, it)` fits the
+   * budget of a chunk starting at `lead`, or -1: where a heading carried into `u` is cut off
+   * from the rest of `u` (never inside a sentence, so a paragraph that fits whole is not torn).
+   */
+  const leadCut = (lead: number, u: MarkdownBlock): number => {
+    const room = budgetAt(lead);
+    let best = -1;
+    for (const b of findBoundaries(text, u.start, u.end)) {
+      if (b.offset >= u.end) break;
+      const end = skipBlankBackward(text, b.offset, u.start);
+      if (end <= u.start || skipBlankForward(text, b.offset, u.end) >= u.end) continue;
+      if (size(lead, end) > room) break;
+      best = b.offset;
+    }
+    return best;
+  };
   const groups = pack(sec.blocks, budget, {
     size,
     resume: true,
+    budgetAt,
     carry: (group, next) => {
       const first = group[0];
       if (!first || !group.every((b) => b.kind === "heading" || b.kind === "paragraph")) return false;
       const last = group[group.length - 1] as MarkdownBlock;
-      if (size(first.start, last.end) > budget / 2) return false;
-      return next.kind !== "table" || size(first.start, next.headerEnd ?? next.end) <= budget;
+      const room = budgetAt(first.start);
+      if (size(first.start, last.end) > room / 2) return false;
+      return next.kind !== "table" || size(first.start, next.headerEnd ?? next.end) <= room;
+    },
+    // A heading is not a chunk of its own while text of its section follows: when it does not fit
+    // together with the next paragraph, it takes that paragraph's first sentences (or lines) along;
+    // with a table, its header and first rows. Unless the heading takes over half of the chunk, or
+    // not even the first sentence fits with it; fenced and indented code that fits whole stays whole.
+    keepWithNext: (b) => b.kind === "heading",
+    lead: (group, next) => {
+      const first = group[0];
+      if (!first || !headingsOnly(group)) return false;
+      if (next.kind === "paragraph") return leadCut(first.start, next) > 0;
+      return next.kind === "table" && size(first.start, next.headerEnd ?? next.end) <= budgetAt(first.start);
     },
     split: (u, lead) => {
-      if (u.kind === "table") return splitTable(text, u, lead, budget, prefix, limits);
+      const firstSize = budgetAt(lead);
+      if (u.kind === "table") return splitTable(text, u, lead, budget, firstSize, prefix, limits);
+      const cut = u.kind === "paragraph" && lead < u.start ? leadCut(lead, u) : -1;
+      if (cut > 0) {
+        // A paragraph led by its heading: the heading takes the first sentences (or lines) that fit.
+        const head: Piece = { start: lead, end: skipBlankBackward(text, cut, lead) };
+        const rest = skipBlankForward(text, cut, u.end);
+        if (rest >= u.end) return [head];
+        const overlap = Math.min(limits.overlap, Math.floor(budget / 2));
+        const tail = splitRange(text, rest, u.end, { size: budget, measure: limits.measure, overlap });
+        return [head, ...tail];
+      }
       // Only a heading longer than the budget is ever cut, between its lines where it has several.
       const lines = u.kind === "fence" || u.kind === "code" || u.kind === "heading";
       const mode = lines ? "lines" : "prose";
       // Pieces of an oversized paragraph overlap like FIXED windows; code and headings are cut without overlap.
       const overlap = lines ? 0 : Math.min(limits.overlap, Math.floor(budget / 2));
-      return splitRange(text, lead, u.end, { size: budget, mode, measure: limits.measure, overlap });
+      const pieces = splitRange(text, lead, u.end, {
+        size: budget,
+        firstSize,
+        mode,
+        measure: limits.measure,
+        overlap,
+      });
+      // An overlap never reaches back into the carried blocks (a piece starting on a setext underline).
+      let prevEnd = lead;
+      return pieces.flatMap((p) => {
+        const start = skipBlankForward(text, Math.max(p.start, Math.min(u.start, prevEnd)), p.end);
+        prevEnd = p.end;
+        return p.end > start ? [{ start, end: p.end }] : [];
+      });
     },
   });
   return groups.map((g) => make(g, g.prefix ?? prefix));
@@ -283,11 +368,14 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
  */
 export function chunkMarkdown(doc: ExtractedDocument, limits: ChunkLimits): Chunk[] {
   const parents: ParentPaths = new Map();
-  const sections = mergeSiblings(
-    doc.text,
-    carryEmptyHeadings(sectionsOf(parseMarkdownBlocks(doc.text), parents)),
-    limits,
-  );
+  // Front matter is document metadata (the extractor lifts it into `frontMatter`, `title`, …), not
+  // chunk text: its raw block would repeat the title beside the H1 in the first chunk.
+  const frontMatterEnd = parseFrontMatter(doc.text)?.end ?? 0;
+  const all = parseMarkdownBlocks(doc.text, { frontMatterEnd });
+  const body = frontMatterEnd === 0 ? all : all.filter((b) => b.kind !== "frontmatter");
+  // A file that is only front matter (a site's section index) keeps it: it is all there is to find.
+  const blocks = body.length > 0 ? body : all;
+  const sections = mergeSiblings(doc.text, carryEmptyHeadings(sectionsOf(blocks, parents)), limits);
   return sections.flatMap((s) => chunkSection(doc.text, s, parents, limits));
 }
 

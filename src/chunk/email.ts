@@ -242,40 +242,58 @@ const INLINE_LABEL = new RegExp(`(?:^|[ \\t])[*_]{0,2}(${LABELS})[*_]{0,2}[ \\t]
 /** A rule line Outlook puts above its header block (`________`, `-----`, `=====`). */
 const RULE = /^[ \t]*(?:_{5,}|-{5,}|={5,})[ \t]*$/;
 
-/** The field a header line names, or undefined when `line` is not a header line. */
-function headerField(line: string): string | undefined {
-  const m = HEADER_LINE.exec(line);
-  return m ? LABEL_FIELD.get((m[1] as string).toLowerCase()) : undefined;
-}
+/** An address-like value: an `@`, or a `<…>` part (`Alice <alice@example.com>`, `Alice <alice>`). */
+const ADDRESS_LIKE = /@|<[^<>\s][^<>]*>/;
+/** A date value has a digit (`Monday, July 1, 2024 9:00 AM`, `2024年7月1日`, `1. juli 2024`). */
+const HAS_DIGIT = /\p{Nd}/u;
 
 /**
  * True when the line at `lines[i]` opens a reply header block: a From line
  * (any language of {@link HEADER_LABELS}) followed, in the next lines up to a
  * blank line (at most 12, wrapped recipient lists allowed), by header lines of
- * at least two other fields (Sent/Date, To, Cc, Subject). So a single `From:`
- * in prose, or a `From:`/`To:` pair in a memo, is not quoted history; Outlook's
- * From/Sent/To/Subject block is. The fields may also stand on one line
+ * at least two other fields (Sent/Date, To, Cc, Subject), and which looks like a
+ * real header block: a Sent/Date field (localised) whose value has a digit, or
+ * an address-like From value (an `@` or a `<…>` part). So a single `From:` in
+ * prose, a `From:`/`To:` pair in a memo, or a form template (`From: your name` /
+ * `To: the recipient` / `Subject: what is inside`) is not quoted history;
+ * Outlook's From/Sent/To/Subject block is. The fields may also stand on one line
  * (`From: A Sent: Monday To: B Subject: C`).
  */
 function opensHeaderBlock(text: string, lines: Span[], i: number): boolean {
   const first = lines[i] as Span;
   const line = text.slice(first.start, first.end);
-  if (headerField(line) !== "from") return false;
+  const from = HEADER_LINE.exec(line);
+  if (!from || LABEL_FIELD.get((from[1] as string).toLowerCase()) !== "from") return false;
   const fields = new Set<string>();
+  let dated = false;
+  const dateValue = (value: string): void => {
+    if (HAS_DIGIT.test(value)) dated = true;
+  };
   // Run together on one line: only near its start (a long paragraph naming fields is prose).
-  for (const m of line.slice(0, 240).matchAll(INLINE_LABEL)) {
+  const head = line.slice(0, 240);
+  const inline = [...head.matchAll(INLINE_LABEL)];
+  inline.forEach((m, k) => {
     const field = LABEL_FIELD.get((m[1] as string).toLowerCase());
-    if (field !== undefined) fields.add(field);
-  }
-  for (let j = i + 1; j < lines.length && j <= i + 12 && fields.size < 3; j++) {
+    if (field === undefined) return;
+    fields.add(field);
+    if (field === "date") dateValue(head.slice((m.index ?? 0) + m[0].length, inline[k + 1]?.index));
+  });
+  // The From value: up to the next label run together on the line, else the whole rest of it.
+  const afterFrom = line.slice(from[0].length);
+  const nextLabel = inline.find((m) => (m.index ?? 0) >= from[0].length)?.index;
+  const fromValue = nextLabel === undefined ? afterFrom : line.slice(from[0].length, nextLabel);
+  for (let j = i + 1; j < lines.length && j <= i + 12 && !(fields.size >= 3 && dated); j++) {
     const l = lines[j] as Span;
     const t = text.slice(l.start, l.end);
     if (t.trim() === "") break;
-    const field = headerField(t);
-    if (field !== undefined) fields.add(field);
+    const m = HEADER_LINE.exec(t);
+    const field = m ? LABEL_FIELD.get((m[1] as string).toLowerCase()) : undefined;
+    if (field === undefined) continue;
+    fields.add(field);
+    if (field === "date") dateValue(t.slice((m as RegExpExecArray)[0].length));
   }
   fields.delete("from");
-  return fields.size >= 2;
+  return fields.size >= 2 && (dated || ADDRESS_LIKE.test(fromValue));
 }
 
 /**

@@ -55,6 +55,13 @@ export interface MarkdownBlockOptions {
    * CommonMark; the DOCUMENT chunker uses it for plain-text section titles. Default true.
    */
   capsTitles?: boolean;
+  /**
+   * End offset of front matter found by the Markdown extractor's rules
+   * (`parseFrontMatter`: YAML `---` or TOML `+++`): `[0, frontMatterEnd)` is one
+   * `frontmatter` block and parsing starts after it. Default: a `---` line first
+   * and the next `---`/`...` line close a `frontmatter` block.
+   */
+  frontMatterEnd?: number;
 }
 
 const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
@@ -193,7 +200,11 @@ export function parseMarkdownBlocks(text: string, options: MarkdownBlockOptions 
   let i = 0;
   /** Level of the last ATX/setext heading (0 before any). */
   let markdownLevel = 0;
-  if (n > 0 && lt(0).trimEnd() === "---") {
+  const fmEnd = options.frontMatterEnd ?? 0;
+  if (fmEnd > 0) {
+    push("frontmatter", 0, fmEnd);
+    while (i < n && (S[i] as number) < fmEnd) i++;
+  } else if (n > 0 && lt(0).trimEnd() === "---") {
     for (let j = 1; j < n; j++) {
       const t = lt(j).trimEnd();
       if (t === "---" || t === "...") {

@@ -35,6 +35,11 @@ export type SplitMode = "prose" | "lines";
 export interface SplitOptions {
   /** Maximum span size (≥ 1). */
   size: number;
+  /**
+   * Maximum size of the first span (≥ 1), when it differs from `size` (e.g. a
+   * first span that starts with its own heading needs no heading prefix). Default `size`.
+   */
+  firstSize?: number;
   /** Characters the next span starts before the previous one ended (< size). Default 0. */
   overlap?: number;
   /** A final span shorter than this is avoided by cutting the one before it earlier. Default 0. */
@@ -325,6 +330,8 @@ function overlapStart(ruler: Ruler, s: number, cut: number, overlap: number): nu
  */
 export function splitRange(text: string, start: number, end: number, opts: SplitOptions): Span[] {
   const size = Math.max(1, Math.floor(opts.size));
+  // The size of the span being cut: `firstSize` for the first one, then `size`.
+  let cap = Math.max(1, Math.floor(opts.firstSize ?? size));
   const overlap = Math.max(0, Math.min(opts.overlap ?? 0, size - 1));
   const minSize = Math.max(0, opts.minSize ?? 0);
   const mode = opts.mode ?? "prose";
@@ -336,7 +343,7 @@ export function splitRange(text: string, start: number, end: number, opts: Split
   let s = range.start;
   let lower = s; // every cut must be > lower
   while (s < e) {
-    let limit = ruler.reach(s, size, e);
+    let limit = ruler.reach(s, cap, e);
     if (limit >= e) {
       out.push({ start: s, end: e });
       break;
@@ -354,10 +361,11 @@ export function splitRange(text: string, start: number, end: number, opts: Split
       }
       if (cut <= lower) cut = findCut(text, s, lower, Math.max(limit, lower + 1), mode, false);
       spanEnd = skipBlankBackward(text, cut, s);
-      if (ruler.chars || limit <= lower + 1 || ruler.size(s, spanEnd) <= size) break;
+      if (ruler.chars || limit <= lower + 1 || ruler.size(s, spanEnd) <= cap) break;
       limit = Math.max(lower + 1, Math.min(limit - 1, spanEnd - 1));
     }
     if (spanEnd > s) out.push({ start: s, end: spanEnd });
+    cap = size;
     lower = skipBlankForward(text, cut, e);
     if (lower >= e) break;
     let next = overlapStart(ruler, s, cut, overlap);
@@ -514,6 +522,26 @@ export interface PackOptions<U extends Span> {
   /** Whether the current group should be carried into the split of an oversized `next`. Default: never. */
   carry?: (group: readonly U[], next: U) => boolean;
   /**
+   * Whether the current group, when `next` fits the budget on its own but not
+   * together with the group, should be carried into a split of `next` (as for an
+   * oversized unit, see `carry`) instead of becoming a group of its own: e.g. a
+   * heading that should not be a chunk without its section's text. Default: never.
+   */
+  lead?: (group: readonly U[], next: U) => boolean;
+  /**
+   * Units (e.g. headings) that stay with what follows them: when `next` does not
+   * fit with the current group (or is oversized and the group is not carried),
+   * the group's trailing run of such units leaves it and starts the next group
+   * instead of ending this one. Default: none.
+   */
+  keepWithNext?: (unit: U) => boolean;
+  /**
+   * Budget of a group (or piece) starting at `start`, when it differs from the
+   * `budget` argument (e.g. a group starting with its own heading has no heading
+   * prefix to leave room for). Default: `budget` everywhere.
+   */
+  budgetAt?: (start: number) => number;
+  /**
    * Let the last piece of a split unit (when it has no prefix of its own) start
    * the next group, so following small units can join it. Default false.
    */
@@ -538,6 +566,7 @@ export function spanMeasurer(text: string, measure: SizeMeasure): (start: number
 export function pack<U extends Span>(units: readonly U[], budget: number, opts: PackOptions<U>): Group<U>[] {
   const groups: Group<U>[] = [];
   const sizeOf = opts.size ?? ((start: number, end: number) => end - start);
+  const budgetAt = opts.budgetAt ?? (() => budget);
   let cur: U[] = [];
   const flush = (): void => {
     const first = cur[0];
@@ -545,12 +574,32 @@ export function pack<U extends Span>(units: readonly U[], budget: number, opts: 
     if (first && last) groups.push({ start: first.start, end: last.end, units: cur });
     cur = [];
   };
+  const fitsWith = (group: readonly U[], u: U): boolean => {
+    const first = group[0];
+    return (
+      !first || (sizeOf(first.start, u.end) <= budgetAt(first.start) && (!opts.join || opts.join(group, u)))
+    );
+  };
   for (const u of units) {
-    if (sizeOf(u.start, u.end) > budget) {
+    const oversized = sizeOf(u.start, u.end) > budgetAt(u.start);
+    let fits = fitsWith(cur, u);
+    const keep = opts.keepWithNext;
+    if (keep && cur.length > 1 && (oversized ? !opts.carry?.(cur, u) : !fits)) {
+      let k = cur.length;
+      while (k > 0 && keep(cur[k - 1] as U)) k--;
+      if (k > 0 && k < cur.length) {
+        const moved = cur.slice(k);
+        cur = cur.slice(0, k);
+        flush();
+        cur = moved;
+        fits = fitsWith(cur, u);
+      }
+    }
+    const first = cur[0];
+    if (oversized || (!fits && first && opts.lead?.(cur, u))) {
       let lead = u.start;
       let carried: U[] = [];
-      const first = cur[0];
-      if (first && opts.carry?.(cur, u)) {
+      if (first && (!oversized || opts.carry?.(cur, u))) {
         lead = first.start;
         carried = cur;
         cur = [];
@@ -568,8 +617,7 @@ export function pack<U extends Span>(units: readonly U[], budget: number, opts: 
       if (resume) cur = [{ ...u, start: resume.start, end: resume.end }];
       continue;
     }
-    const first = cur[0];
-    if (first && (sizeOf(first.start, u.end) > budget || (opts.join && !opts.join(cur, u)))) flush();
+    if (!fits) flush();
     cur.push(u);
   }
   flush();
