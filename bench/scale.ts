@@ -95,9 +95,10 @@ const { values } = parseArgs({
   },
 });
 
-const T0 = performance.now();
+/** Start of the run (epoch ms), passed to the child processes so their log lines share the clock. */
+const T0 = Number(process.env.KL_BENCH_SCALE_T0) || Date.now();
 const log = (message: string): void => {
-  process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(5)} s] ${message}\n`);
+  process.stderr.write(`[${((Date.now() - T0) / 1000).toFixed(0).padStart(5)} s] ${message}\n`);
 };
 
 /** "10k" → 10,000, "1M" → 1,000,000, "2500" → 2,500. */
@@ -129,7 +130,7 @@ function progress(label: string, started: number): (done: number, total: number,
     last = now;
     const elapsed = now - started;
     const rate = done / Math.max(elapsed, 1);
-    const eta = rate > 0 ? (total - done) / rate : Number.NaN;
+    const eta = rate > 0 ? Math.max(0, total - done) / rate : Number.NaN;
     const pct = total > 0 ? ((100 * done) / total).toFixed(1) : "?";
     log(
       `${label}: ${done.toLocaleString("en-US")}/${total.toLocaleString("en-US")} (${pct}%), ` +
@@ -626,7 +627,7 @@ function runChild<T>(role: string, job: unknown, killAfterMs?: number): Promise<
       execArgv: process.execArgv,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
       // LanceDB logs a deprecation warning per query at the default level.
-      env: { ...process.env, LANCEDB_LOG: process.env.LANCEDB_LOG ?? "error" },
+      env: { ...process.env, LANCEDB_LOG: process.env.LANCEDB_LOG ?? "error", KL_BENCH_SCALE_T0: String(T0) },
     });
     let result: T | undefined;
     let timer: NodeJS.Timeout | undefined;
