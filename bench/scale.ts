@@ -773,7 +773,8 @@ function printTable(rows: Row[]): void {
     const i = r.ingest;
     console.log(
       `${fmtSize(r.size)}: ${i.chunks.toLocaleString("en-US")} chunks from ${i.documents.toLocaleString("en-US")} documents ` +
-        `(${i.baseDocs.toLocaleString("en-US")} real documents used ${i.copies}× — copies after the first carry word suffixes, see bench/scale.ts); ` +
+        `(the corpus has ${i.baseDocs.toLocaleString("en-US")} real documents; passes over it: ${i.copies}, ` +
+        `${i.copies > 1 ? `passes 2–${i.copies} are copies whose words carry suffixes, see bench/scale.ts` : "no copies needed"}); ` +
         `ingest wall ${duration(i.wallMs)}, of which embedding requests ${duration(i.embedMs)}; ` +
         `extraction of the ${i.baseFiles} base files ${duration(i.extractMs)} (${(i.baseChars / 1e6).toFixed(1)} M chars incl. JSONL corpora), not in chunks/s; ` +
         `data dir ${(r.bytes / 1e6).toFixed(0)} MB; run ${duration(r.seconds * 1000)}.`,
