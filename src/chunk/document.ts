@@ -356,7 +356,15 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
  * sentence ends, an oversized fence at line boundaries, an oversized table between
  * rows with the header row repeated in the continuation chunks' prefix; a heading
  * (a setext heading's text lines and underline are one block) is never cut unless
- * it alone exceeds the budget.
+ * it alone exceeds the budget. A chunk starting with a heading is budgeted with the
+ * prefix it really gets (without that heading), and a heading is not a chunk of its
+ * own while its section has text: it takes the first sentences (or lines) of the
+ * next paragraph that fit with it, or a table's header and first rows, unless it
+ * takes over half the chunk or not one sentence fits after it (code that fits
+ * whole is not cut for it); headings that would end a group move on to the next.
+ * Front matter (YAML `---` or TOML `+++`, as `parseFrontMatter` reads it) is not
+ * chunked, unless the file has nothing else: it is document metadata, and its
+ * raw `title:` would repeat the H1.
  *
  * Every chunk's `contextPrefix` is its heading path (`Guide > Install > Linux`,
  * leading headings elided as `… >` when it would exceed half of `limits.size`),
