@@ -8,6 +8,7 @@ import { parseFrontMatter } from "../extract/markdown.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 import type { Chunker } from "./contract.js";
 import { type MarkdownBlock, parseMarkdownBlocks } from "./markdown-blocks.js";
+import { findBoundaries } from "./sentences.js";
 import {
   bodyBudget,
   type ChunkLimits,
@@ -19,7 +20,6 @@ import {
   skipBlankBackward,
   skipBlankForward,
 } from "./spans.js";
-import { findBoundaries } from "./sentences.js";
 import { type Line, lineSpans, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
 
 export { type MarkdownBlock, type MarkdownBlockKind, parseMarkdownBlocks } from "./markdown-blocks.js";
