@@ -309,9 +309,21 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
       if (cut > 0) {
         // A paragraph led by its heading: the heading takes the first sentences (or lines) that fit.
         const head: Piece = { start: lead, end: skipBlankBackward(text, cut, lead) };
-        const rest = skipBlankForward(text, cut, u.end);
+        let rest = skipBlankForward(text, cut, u.end);
         if (rest >= u.end) return [head];
         const overlap = Math.min(limits.overlap, Math.floor(budget / 2));
+        // Pieces of an oversized paragraph overlap: the next one starts at the earliest sentence
+        // start (of this paragraph) within `overlap` before the cut.
+        if (overlap > 0 && size(u.start, u.end) > budget) {
+          const starts = [u.start, ...findBoundaries(text, u.start, cut).map((b) => b.offset)];
+          for (const b of starts) {
+            const p = skipBlankForward(text, b, cut);
+            if (p < head.end && size(p, head.end) <= overlap && size(p, u.end) > 0) {
+              rest = p;
+              break;
+            }
+          }
+        }
         const tail = splitRange(text, rest, u.end, { size: budget, measure: limits.measure, overlap });
         return [head, ...tail];
       }
