@@ -324,7 +324,11 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
             }
           }
         }
-        const tail = splitRange(text, rest, u.end, { size: budget, measure: limits.measure, overlap });
+        const opts = { size: budget, measure: limits.measure, overlap };
+        let tail = splitRange(text, rest, u.end, opts);
+        // The next piece must reach past the head (else it lies inside it): then no overlap.
+        if ((tail[0]?.end ?? u.end) <= head.end)
+          tail = splitRange(text, skipBlankForward(text, cut, u.end), u.end, opts);
         return [head, ...tail];
       }
       // Only a heading longer than the budget is ever cut, between its lines where it has several.
