@@ -297,7 +297,9 @@ describe("quoted history: Outlook-style and localised reply blocks", () => {
     const body = `${templates[0]}\n\n${"Ask me if anything is unclear about the parcel labels. ".repeat(3)}`;
     const d = doc(body, "email", { from: "Kim <kim@example.com>", subject: "Labels" });
     for (const size of [120, 1000]) {
-      const chunks = await createChunker({ ...cfg(size), email: { quotedReplies: "drop" } }, "email").chunk(d);
+      const chunks = await createChunker({ ...cfg(size), email: { quotedReplies: "drop" } }, "email").chunk(
+        d,
+      );
       const kept = chunks.map((c) => d.text.slice(c.start, c.end)).join("\n");
       for (const part of ["From: your name", "Subject: what is inside", "That is all.", "parcel labels"])
         expect(kept, `${size}: ${part}`).toContain(part);

@@ -8,6 +8,7 @@ import { parseFrontMatter } from "../extract/markdown.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 import type { Chunker } from "./contract.js";
 import { type MarkdownBlock, parseMarkdownBlocks } from "./markdown-blocks.js";
+import { findBoundaries } from "./sentences.js";
 import {
   bodyBudget,
   type ChunkLimits,
@@ -19,7 +20,6 @@ import {
   skipBlankBackward,
   skipBlankForward,
 } from "./spans.js";
-import { findBoundaries } from "./sentences.js";
 import { type Line, lineSpans, type Piece, pack, spanMeasurer, splitRange } from "./split.js";
 
 export { type MarkdownBlock, type MarkdownBlockKind, parseMarkdownBlocks } from "./markdown-blocks.js";
@@ -309,10 +309,26 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
       if (cut > 0) {
         // A paragraph led by its heading: the heading takes the first sentences (or lines) that fit.
         const head: Piece = { start: lead, end: skipBlankBackward(text, cut, lead) };
-        const rest = skipBlankForward(text, cut, u.end);
+        let rest = skipBlankForward(text, cut, u.end);
         if (rest >= u.end) return [head];
         const overlap = Math.min(limits.overlap, Math.floor(budget / 2));
-        const tail = splitRange(text, rest, u.end, { size: budget, measure: limits.measure, overlap });
+        // Pieces of an oversized paragraph overlap: the next one starts at the earliest sentence
+        // start (of this paragraph) within `overlap` before the cut.
+        if (overlap > 0 && size(u.start, u.end) > budget) {
+          const starts = [u.start, ...findBoundaries(text, u.start, cut).map((b) => b.offset)];
+          for (const b of starts) {
+            const p = skipBlankForward(text, b, cut);
+            if (p < head.end && size(p, head.end) <= overlap && size(p, u.end) > 0) {
+              rest = p;
+              break;
+            }
+          }
+        }
+        const opts = { size: budget, measure: limits.measure, overlap };
+        let tail = splitRange(text, rest, u.end, opts);
+        // The next piece must reach past the head (else it lies inside it): then no overlap.
+        if ((tail[0]?.end ?? u.end) <= head.end)
+          tail = splitRange(text, skipBlankForward(text, cut, u.end), u.end, opts);
         return [head, ...tail];
       }
       // Only a heading longer than the budget is ever cut, between its lines where it has several.
@@ -356,7 +372,15 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
  * sentence ends, an oversized fence at line boundaries, an oversized table between
  * rows with the header row repeated in the continuation chunks' prefix; a heading
  * (a setext heading's text lines and underline are one block) is never cut unless
- * it alone exceeds the budget.
+ * it alone exceeds the budget. A chunk starting with a heading is budgeted with the
+ * prefix it really gets (without that heading), and a heading is not a chunk of its
+ * own while its section has text: it takes the first sentences (or lines) of the
+ * next paragraph that fit with it, or a table's header and first rows, unless it
+ * takes over half the chunk or not one sentence fits after it (code that fits
+ * whole is not cut for it); headings that would end a group move on to the next.
+ * Front matter (YAML `---` or TOML `+++`, as `parseFrontMatter` reads it) is not
+ * chunked, unless the file has nothing else: it is document metadata, and its
+ * raw `title:` would repeat the H1.
  *
  * Every chunk's `contextPrefix` is its heading path (`Guide > Install > Linux`,
  * leading headings elided as `… >` when it would exceed half of `limits.size`),

@@ -347,7 +347,8 @@ export function markdownTitle(text: string): string | undefined {
 /**
  * Extracts a Markdown file. `text` is the file content unchanged (decoded as UTF-8,
  * invalid bytes → U+FFFD, BOM dropped), so offsets map into the file and the
- * document chunker can read headings from it. Front matter stays in the text.
+ * document chunker can read headings from it. Front matter stays in the text (the
+ * DOCUMENT chunker leaves it out of chunks: it is metadata here).
  *
  * Metadata: `path`, `type: "markdown"`, `title` (front matter `title`, else the
  * first H1, else the file name), `frontMatter` (the parsed front matter, JSON
