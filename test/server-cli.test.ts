@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { tempDir } from "./helpers.js";
-import { client } from "./server-helpers.js";
+import { client, watchServe } from "./server-helpers.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const tmp = tempDir();
@@ -57,21 +57,10 @@ describe("kl serve and kl apikey", () => {
       cwd: tmp.dir,
       env,
     });
-    let stderr = "";
+    const serve = watchServe(child);
     const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
     try {
-      const base = await new Promise<string>((done, fail) => {
-        const timer = setTimeout(() => fail(new Error(`kl serve did not start: ${stderr}`)), 30_000);
-        child.stderr.on("data", (chunk: Buffer) => {
-          stderr += chunk.toString();
-          const m = /listening on (http:\/\/\S+) /.exec(stderr);
-          if (m?.[1]) {
-            clearTimeout(timer);
-            done(m[1]);
-          }
-        });
-        child.on("exit", () => fail(new Error(`kl serve exited: ${stderr}`)));
-      });
+      const base = await serve.base;
       expect((await client(base).get("/health")).status).toBe(200);
       expect((await client(base).get("/kbs")).status).toBe(401);
       const api = client(base, key);
@@ -83,6 +72,6 @@ describe("kl serve and kl apikey", () => {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
-    expect(stderr).toContain("SIGTERM");
+    expect(serve.stderr()).toContain("SIGTERM");
   });
 });

@@ -1,3 +1,4 @@
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { basename, join } from "node:path";
@@ -171,4 +172,30 @@ export async function waitForJob(base: string, key: string, jobId: string, timeo
     if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish: ${r.text}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Stderr of a spawned `kl serve`, collected as it arrives, and the base URL it announces. */
+export interface ServeOutput {
+  /** Resolves with the `http://host:port` the server says it listens on; rejects when it exits first or after 30 s. */
+  base: Promise<string>;
+  /** Everything written to stderr so far. */
+  stderr: () => string;
+}
+
+/** Watches a spawned `kl serve` for its "listening on URL" line (one copy for the CLI tests). */
+export function watchServe(child: ChildProcessWithoutNullStreams): ServeOutput {
+  let stderr = "";
+  const base = new Promise<string>((done, fail) => {
+    const timer = setTimeout(() => fail(new Error(`kl serve did not start: ${stderr}`)), 30_000);
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const m = /listening on (http:\/\/\S+) /.exec(stderr);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        done(m[1]);
+      }
+    });
+    child.on("exit", () => fail(new Error(`kl serve exited: ${stderr}`)));
+  });
+  return { base, stderr: () => stderr };
 }

@@ -5,7 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { createApiKey } from "../src/server/tenancy.js";
 import { tempDir } from "./helpers.js";
-import { client, followJob, type SseEvent, startServer, type TestServer } from "./server-helpers.js";
+import {
+  client,
+  followJob,
+  type SseEvent,
+  startServer,
+  type TestServer,
+  watchServe,
+} from "./server-helpers.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -158,21 +165,10 @@ describe("kl serve: SIGTERM with jobs queued and running", () => {
       ],
       { cwd: tmp.dir, env: { ...process.env, KL_CACHE_URL: "none" } },
     );
-    let stderr = "";
+    const serve = watchServe(child);
     const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
     try {
-      const base = await new Promise<string>((done, fail) => {
-        const timer = setTimeout(() => fail(new Error(`kl serve did not start: ${stderr}`)), 30_000);
-        child.stderr.on("data", (chunk: Buffer) => {
-          stderr += chunk.toString();
-          const m = /listening on (http:\/\/\S+) /.exec(stderr);
-          if (m?.[1]) {
-            clearTimeout(timer);
-            done(m[1]);
-          }
-        });
-        child.on("exit", () => fail(new Error(`kl serve exited: ${stderr}`)));
-      });
+      const base = await serve.base;
       const api = client(base, key);
       expect((await api.post("/kbs", { name: "docs" })).status).toBe(201);
       // Embedded with the bundled model: the first file waits for the model to load.
@@ -211,7 +207,7 @@ describe("kl serve: SIGTERM with jobs queued and running", () => {
       expect(r.data.error).toContain(`the server shut down after ${r.data.done} of 8 files`);
       expect(r.data.summary).toMatchObject({ documents: r.data.done, errors: [] });
       expect(await exited).toBe(0);
-      expect(stderr).toContain("SIGTERM: stopping");
+      expect(serve.stderr()).toContain("SIGTERM: stopping");
       // What the job reported is what the data directory holds, embedded.
       const after = KnowledgeLayer.open({ dataDir });
       try {
