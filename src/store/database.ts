@@ -109,24 +109,27 @@ CREATE TABLE IF NOT EXISTS vec_records (
 // they count, whichever code path writes them (ingest, delete, cascade, KB drop): BM25's N
 // and field-length sums, the unembedded-documents count, and a data version that grows on
 // every document change (it is never reset, so a KB dropped and re-created never reuses one).
+/** Trigger body counting the NEW chunk row into its KB's statistics. */
+const ADD_CHUNK = `
+  INSERT INTO kb_stats (kb, chunks, body_tokens, title_tokens)
+  VALUES (NEW.kb, 1, NEW.token_count, NEW.title_token_count)
+  ON CONFLICT (kb) DO UPDATE SET chunks = chunks + 1,
+    body_tokens = body_tokens + excluded.body_tokens, title_tokens = title_tokens + excluded.title_tokens;`;
+/** Trigger body taking the OLD chunk row out of its KB's statistics. */
+const REMOVE_CHUNK = `
+  UPDATE kb_stats SET chunks = chunks - 1, body_tokens = body_tokens - OLD.token_count,
+    title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;`;
+
 const TRIGGERS = `
 CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_insert AFTER INSERT ON chunks BEGIN
-  INSERT INTO kb_stats (kb, chunks, body_tokens, title_tokens)
-  VALUES (NEW.kb, 1, NEW.token_count, NEW.title_token_count)
-  ON CONFLICT (kb) DO UPDATE SET chunks = chunks + 1,
-    body_tokens = body_tokens + excluded.body_tokens, title_tokens = title_tokens + excluded.title_tokens;
+${ADD_CHUNK}
 END;
 CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_delete AFTER DELETE ON chunks BEGIN
-  UPDATE kb_stats SET chunks = chunks - 1, body_tokens = body_tokens - OLD.token_count,
-    title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;
+${REMOVE_CHUNK}
 END;
 CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_update AFTER UPDATE OF kb, token_count, title_token_count ON chunks BEGIN
-  UPDATE kb_stats SET chunks = chunks - 1, body_tokens = body_tokens - OLD.token_count,
-    title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;
-  INSERT INTO kb_stats (kb, chunks, body_tokens, title_tokens)
-  VALUES (NEW.kb, 1, NEW.token_count, NEW.title_token_count)
-  ON CONFLICT (kb) DO UPDATE SET chunks = chunks + 1,
-    body_tokens = body_tokens + excluded.body_tokens, title_tokens = title_tokens + excluded.title_tokens;
+${REMOVE_CHUNK}
+${ADD_CHUNK}
 END;
 CREATE TRIGGER IF NOT EXISTS kb_stats_document_insert AFTER INSERT ON documents BEGIN
   INSERT INTO kb_stats (kb, documents, unembedded, version)
