@@ -458,6 +458,8 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path });
   }
   await flush();
+  // Pending keyword postings are merged into their blocks once per run (search reads them either way).
+  catalog.db.transaction(() => ctx.bm25.flush(kb)).immediate();
   if (stopped) {
     summary.stopped = true;
     // Sources with an outcome: the ones not reached (or not committed) are not counted.
@@ -495,7 +497,7 @@ async function removeSource(ctx: IngestContext, path: string): Promise<boolean> 
  */
 function deleteDocument(ctx: IngestContext, documentId: number): string[] {
   const ids = ctx.catalog.chunkIds(documentId).map(String);
-  ctx.bm25.removeDocument(documentId);
+  ctx.bm25.removeDocument(documentId, ctx.config.retrieval.analyzer);
   ctx.catalog.deleteDocument(documentId);
   if (ctx.store instanceof SqliteVectorStore) {
     if (ids.length > 0) ctx.store.deleteSync(ctx.collection, ids);

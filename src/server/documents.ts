@@ -113,7 +113,7 @@ export async function deleteDocuments(
       for (const id of ids) {
         if (owned.get(id, kb.name) === undefined) continue;
         const chunkIds = kl.catalog.chunkIds(id).map(String);
-        kl.bm25.removeDocument(id);
+        kl.bm25.removeDocument(id, kb.config.retrieval.analyzer);
         kl.catalog.deleteDocument(id);
         if (embedded) {
           if (chunkIds.length > 0) embedded.deleteSync(collection, chunkIds);

@@ -149,7 +149,8 @@ export class Catalog {
    * The embedding cache is shared and kept.
    */
   deleteKb(name: string): void {
-    this.db.prepare("DELETE FROM postings WHERE kb = ?").run(name);
+    for (const table of ["kw_blocks", "kw_terms", "kw_pending"])
+      this.db.prepare(`DELETE FROM ${table} WHERE kb = ?`).run(name);
     this.db.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
     this.db.prepare("DELETE FROM documents WHERE kb = ?").run(name);
     this.db.prepare("DELETE FROM kbs WHERE name = ?").run(name);

@@ -3,12 +3,19 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { KnowledgeLayerError } from "../errors.js";
+import {
+  BLOCK_POSTINGS,
+  blockBounds,
+  emptyList,
+  encodeBlock,
+  type PostingList,
+} from "../retrieve/postings.js";
 
 /** A better-sqlite3 connection with sqlite-vec loaded and the schema applied. */
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** File name of the embedded database inside the data directory. */
 export const DB_FILE = "kl.db";
@@ -65,15 +72,28 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id);
 CREATE INDEX IF NOT EXISTS chunks_kb ON chunks (kb, token_count);
-CREATE TABLE IF NOT EXISTS postings (
+CREATE TABLE IF NOT EXISTS kw_blocks (
   kb TEXT NOT NULL,
   term TEXT NOT NULL,
-  chunk_id INTEGER NOT NULL,
-  tf INTEGER NOT NULL,
-  len INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (kb, term, chunk_id)
+  last_id INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  max_tf INTEGER NOT NULL,
+  min_len INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (kb, term, last_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS postings_chunk ON postings (chunk_id);
+CREATE TABLE IF NOT EXISTS kw_terms (
+  kb TEXT NOT NULL,
+  term TEXT NOT NULL,
+  df INTEGER NOT NULL,
+  PRIMARY KEY (kb, term)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kw_pending (
+  kb TEXT NOT NULL,
+  chunk_id INTEGER NOT NULL,
+  terms TEXT NOT NULL,
+  PRIMARY KEY (kb, chunk_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kb_stats (
   kb TEXT PRIMARY KEY,
   chunks INTEGER NOT NULL DEFAULT 0,
@@ -220,7 +240,8 @@ export function openDatabase(dataDir: string): Db {
  * ingested before it have no title postings until they are re-ingested). Schema 2 → 3:
  * `postings.len` (the field length of the posting's chunk, so keyword search reads a
  * posting list without joining chunks) and `kb_stats` (corpus statistics kept by triggers),
- * both built from the existing rows.
+ * both built from the existing rows. Schema 3 → 4: the row-per-posting `postings` table
+ * becomes block-compressed lists (`kw_blocks`, `kw_terms`; see `retrieve/postings.ts`).
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
@@ -240,8 +261,45 @@ function migrate(db: Db, from: number): void {
       recountKbStats(db);
       db.exec(TRIGGERS);
     }
+    if (from < 4) convertPostings(db);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
   })();
+}
+
+/**
+ * Schema 3 → 4: rewrites every `postings` row into `kw_blocks` / `kw_terms`, one term's
+ * list at a time (read in (kb, term, chunk id) order), then drops the old table.
+ */
+function convertPostings(db: Db): void {
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'postings'").get();
+  if (!exists) return;
+  const insertBlock = db.prepare(
+    "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+  );
+  const insertTerm = db.prepare("INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?)");
+  const write = (kb: string, term: string, list: PostingList) => {
+    for (let i = 0; i < list.ids.length; i += BLOCK_POSTINGS) {
+      const to = Math.min(i + BLOCK_POSTINGS, list.ids.length);
+      const { maxTf, minLen } = blockBounds(list, i, to);
+      insertBlock.run(kb, term, list.ids[to - 1], to - i, maxTf, minLen, encodeBlock(list, i, to));
+    }
+    insertTerm.run(kb, term, list.ids.length);
+  };
+  // One list at a time (a statement cannot iterate while the connection writes).
+  const terms = db.prepare("SELECT DISTINCT kb, term FROM postings").raw().all() as [string, string][];
+  const listOf = db.prepare(
+    "SELECT chunk_id, tf, len FROM postings WHERE kb = ? AND term = ? ORDER BY chunk_id",
+  );
+  for (const [kb, term] of terms) {
+    const list = emptyList();
+    for (const [id, tf, len] of listOf.raw().all(kb, term) as [number, number, number][]) {
+      list.ids.push(id);
+      list.tfs.push(tf);
+      list.lens.push(len);
+    }
+    write(kb, term, list);
+  }
+  db.exec("DROP TABLE postings");
 }
 
 /** Stores a Float32Array as a little-endian BLOB (the layout sqlite-vec reads). */
