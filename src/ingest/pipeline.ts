@@ -9,7 +9,7 @@ import type { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
-import type { Bm25Index } from "../retrieve/bm25.js";
+import { analyzeChunk, type Bm25Index } from "../retrieve/bm25.js";
 import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
 import type { VectorRecord, VectorStore } from "../store/contract.js";
@@ -402,11 +402,32 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
             "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
         });
       }
-      try {
-        await commitUnit(ctx, p, hash, embedNow, summary, store);
-      } catch (error) {
-        // The transaction rolled back: the source keeps its previous chunks, if any.
-        summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
+    }
+    if (ctx.store instanceof SqliteVectorStore) {
+      // Embedded store: the group's sources commit together (one commit instead of one per
+      // source); each source is a savepoint, so one that fails rolls back alone.
+      const counts = { ...summary, errors: [...summary.errors] };
+      catalog.db
+        .transaction(() => {
+          for (const p of pending) {
+            try {
+              writeUnit(ctx, p, hash, embedNow, counts);
+            } catch (error) {
+              counts.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
+            }
+          }
+        })
+        .immediate();
+      // Counted once the group has committed.
+      Object.assign(summary, counts);
+    } else {
+      for (const p of pending) {
+        try {
+          await commitUnit(ctx, p, hash, embedNow, summary, store);
+        } catch (error) {
+          // The transaction rolled back: the source keeps its previous chunks, if any.
+          summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
+        }
       }
     }
     pending = [];
@@ -538,6 +559,56 @@ async function commitUnit(
   summary: IngestSummary,
   storeState: { failure?: string } = {},
 ): Promise<void> {
+  const { catalog, store } = ctx;
+  const { stale, records, documentIds } = writeUnit(ctx, prepared, hash, embed, summary);
+  if (store instanceof SqliteVectorStore) return;
+  if (storeState.failure !== undefined) {
+    // The store already failed in this run: keep the source for keyword search, embed it next time.
+    if (records.length > 0) {
+      summary.warnings.push({
+        path: prepared.unit.path,
+        reason:
+          "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
+      });
+    }
+    await deleteStaleVectors(ctx, stale);
+    return;
+  }
+  try {
+    if (records.length > 0) await store.addBatch(ctx.collection, records);
+    if (embed)
+      catalog.db
+        .transaction(() => {
+          for (const id of documentIds) catalog.markEmbedded(id);
+        })
+        .immediate();
+  } catch (error) {
+    storeState.failure = errorReason(error);
+    summary.errors.push({
+      path: prepared.unit.path,
+      reason:
+        `vectors not stored in ${store.kind}: ${storeState.failure}; ` +
+        "the source is searchable by keyword and is embedded again by the next ingest" +
+        " (the rest of this run is stored without vectors)",
+    });
+  } finally {
+    await deleteStaleVectors(ctx, stale);
+  }
+}
+
+/**
+ * The catalog part of {@link commitUnit}, in one transaction (a savepoint inside the
+ * caller's): replaces the unit's documents, chunks and postings, and, with the embedded
+ * store, its vectors. Counts the unit into `summary` once written. Returns what a server
+ * store still has to do: the vectors to add, the stale chunk ids and the new document ids.
+ */
+function writeUnit(
+  ctx: IngestContext,
+  prepared: PreparedUnit,
+  hash: string,
+  embed: boolean,
+  summary: IngestSummary,
+): { stale: string[]; records: VectorRecord[]; documentIds: number[] } {
   const { catalog, bm25, store, collection, config } = ctx;
   const kb = config.name;
   const inTransaction = store instanceof SqliteVectorStore ? store : undefined;
@@ -567,15 +638,9 @@ async function commitUnit(
         documentIds.push(documentId);
         const docRecords: VectorRecord[] = [];
         for (const chunk of chunks) {
-          const chunkId = catalog.insertChunk(kb, documentId, chunk, 0);
-          const lengths = bm25.indexChunk(
-            kb,
-            chunkId,
-            chunk.text,
-            config.retrieval.analyzer,
-            doc.metadata.title,
-          );
-          catalog.setTokenCount(chunkId, lengths.body, lengths.title);
+          const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
+          const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
+          bm25.indexAnalyzed(kb, chunkId, analyzed);
           const vector = prepared.vectors?.[v++];
           if (vector) {
             docRecords.push({
@@ -596,40 +661,7 @@ async function commitUnit(
   summary.chunks += written.reduce((n, d) => n + d.chunks.length, 0);
   if (prepared.replaces) summary.updated++;
   else summary.added++;
-  if (!inTransaction) {
-    if (storeState.failure !== undefined) {
-      // The store already failed in this run: keep the source for keyword search, embed it next time.
-      if (records.length > 0) {
-        summary.warnings.push({
-          path: prepared.unit.path,
-          reason:
-            "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
-        });
-      }
-      await deleteStaleVectors(ctx, stale);
-      return;
-    }
-    try {
-      if (records.length > 0) await store.addBatch(collection, records);
-      if (embed)
-        catalog.db
-          .transaction(() => {
-            for (const id of documentIds) catalog.markEmbedded(id);
-          })
-          .immediate();
-    } catch (error) {
-      storeState.failure = errorReason(error);
-      summary.errors.push({
-        path: prepared.unit.path,
-        reason:
-          `vectors not stored in ${store.kind}: ${storeState.failure}; ` +
-          "the source is searchable by keyword and is embedded again by the next ingest" +
-          " (the rest of this run is stored without vectors)",
-      });
-    } finally {
-      await deleteStaleVectors(ctx, stale);
-    }
-  }
+  return { stale, records, documentIds };
 }
 
 function errorReason(error: unknown): string {

@@ -232,19 +232,22 @@ export class Bm25Index {
     analyzer: Analyzer = "english",
     title = "",
   ): FieldLengths {
-    const options = analyzerOptions(analyzer);
-    const tokens = tokenize(text, options);
-    const titleTokens = title ? tokenize(title, options) : [];
-    const parts = [String(tokens.length), String(titleTokens.length)];
-    for (const [term, tf] of termFrequencies(tokens)) parts.push(term + TF_SEPARATOR + tf);
-    for (const [term, tf] of termFrequencies(titleTokens))
-      parts.push(TITLE_FIELD_PREFIX + term + TF_SEPARATOR + tf);
-    this.addPending.run(kb, chunkId, parts.join(TERM_SEPARATOR));
+    const analyzed = analyzeChunk(text, analyzer, title);
+    this.indexAnalyzed(kb, chunkId, analyzed);
+    return analyzed;
+  }
+
+  /**
+   * Indexes a chunk analysed by {@link analyzeChunk} (so its field lengths can be written
+   * with the chunk row, before its id is known). Call inside the transaction that inserts
+   * the chunk row.
+   */
+  indexAnalyzed(kb: string, chunkId: number, analyzed: AnalyzedChunk): void {
+    this.addPending.run(kb, chunkId, analyzed.terms);
     if (++this.sinceCheck >= 64) {
       this.sinceCheck = 0;
       if ((this.pendingCount.get(kb) as number) >= PENDING_MERGE_CHUNKS) this.flush(kb);
     }
-    return { body: tokens.length, title: titleTokens.length };
   }
 
   /**
@@ -534,6 +537,27 @@ export class Bm25Index {
     for (const [chunkId, s] of scores) if (s >= theta) hits.push({ chunkId, score: s });
     return hits.sort((x, y) => y.score - x.score || x.chunkId - y.chunkId).slice(0, topK);
   }
+}
+
+/** A chunk's BM25 fields, tokenised: both lengths and its terms in the `kw_pending` layout. */
+export interface AnalyzedChunk extends FieldLengths {
+  /** Body length, title length, then `term␂tf` entries (title terms prefixed), joined by ␁. */
+  terms: string;
+}
+
+/**
+ * Tokenises a chunk's text and its document's title (the title field) with `analyzer`,
+ * for {@link Bm25Index.indexAnalyzed}.
+ */
+export function analyzeChunk(text: string, analyzer: Analyzer = "english", title = ""): AnalyzedChunk {
+  const options = analyzerOptions(analyzer);
+  const tokens = tokenize(text, options);
+  const titleTokens = title ? tokenize(title, options) : [];
+  const parts = [String(tokens.length), String(titleTokens.length)];
+  for (const [term, tf] of termFrequencies(tokens)) parts.push(term + TF_SEPARATOR + tf);
+  for (const [term, tf] of termFrequencies(titleTokens))
+    parts.push(TITLE_FIELD_PREFIX + term + TF_SEPARATOR + tf);
+  return { body: tokens.length, title: titleTokens.length, terms: parts.join(TERM_SEPARATOR) };
 }
 
 /** Pending chunks a {@link Bm25Index} collects before merging them into the posting blocks. */

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Statement } from "better-sqlite3";
 import {
   defaultKbConfig,
   type KnowledgeBaseConfig,
@@ -61,11 +62,24 @@ export interface KbCounts {
  * one document happen in one transaction (see `ingest/pipeline.ts`).
  */
 export class Catalog {
+  /** Prepared statements by SQL text: preparing costs more than running a small statement. */
+  private readonly statements = new Map<string, Statement>();
+
   constructor(readonly db: Db) {}
+
+  /** The prepared statement for `sql`, prepared once per catalog. */
+  private prepare(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
 
   /** Returns a knowledge base, or undefined. */
   getKb(name: string): KbRecord | undefined {
-    const row = this.db.prepare("SELECT name, config, created_at FROM kbs WHERE name = ?").get(name) as
+    const row = this.prepare("SELECT name, config, created_at FROM kbs WHERE name = ?").get(name) as
       | { name: string; config: string; created_at: string }
       | undefined;
     return row && { name: row.name, config: withDefaults(JSON.parse(row.config)), createdAt: row.created_at };
@@ -73,7 +87,7 @@ export class Catalog {
 
   /** Lists knowledge bases by name. */
   listKbs(): KbRecord[] {
-    const rows = this.db.prepare("SELECT name, config, created_at FROM kbs ORDER BY name").all() as {
+    const rows = this.prepare("SELECT name, config, created_at FROM kbs ORDER BY name").all() as {
       name: string;
       config: string;
       created_at: string;
@@ -89,16 +103,18 @@ export class Catalog {
   insertKb(config: KnowledgeBaseConfig): KbRecord {
     validateKbConfig(config);
     const createdAt = new Date().toISOString();
-    this.db
-      .prepare("INSERT INTO kbs (name, config, created_at) VALUES (?, ?, ?)")
-      .run(config.name, JSON.stringify(config), createdAt);
+    this.prepare("INSERT INTO kbs (name, config, created_at) VALUES (?, ?, ?)").run(
+      config.name,
+      JSON.stringify(config),
+      createdAt,
+    );
     return { name: config.name, config, createdAt };
   }
 
   /** Replaces a knowledge base's configuration. @throws ConfigError if the config is invalid. */
   updateKbConfig(config: KnowledgeBaseConfig): void {
     validateKbConfig(config);
-    this.db.prepare("UPDATE kbs SET config = ? WHERE name = ?").run(JSON.stringify(config), config.name);
+    this.prepare("UPDATE kbs SET config = ? WHERE name = ?").run(JSON.stringify(config), config.name);
   }
 
   /**
@@ -110,13 +126,11 @@ export class Catalog {
     afterId: number,
     limit: number,
   ): { id: number; text: string; documentId: number; chunkIndex: number; type: string }[] {
-    return this.db
-      .prepare(
-        `SELECT c.id, c.text, c.document_id AS documentId, c.chunk_index AS chunkIndex, d.type
+    return this.prepare(
+      `SELECT c.id, c.text, c.document_id AS documentId, c.chunk_index AS chunkIndex, d.type
          FROM chunks c JOIN documents d ON d.id = c.document_id
          WHERE c.kb = ? AND d.embedded = 1 AND c.id > ? ORDER BY c.id LIMIT ?`,
-      )
-      .all(kb, afterId, limit) as {
+    ).all(kb, afterId, limit) as {
       id: number;
       text: string;
       documentId: number;
@@ -138,9 +152,11 @@ export class Catalog {
 
   /** Re-labels a KB's documents processed with pipeline hash `from` as processed with `to`. */
   relabelPipeline(kb: string, from: string, to: string): void {
-    this.db
-      .prepare("UPDATE documents SET pipeline_hash = ? WHERE kb = ? AND pipeline_hash = ?")
-      .run(to, kb, from);
+    this.prepare("UPDATE documents SET pipeline_hash = ? WHERE kb = ? AND pipeline_hash = ?").run(
+      to,
+      kb,
+      from,
+    );
   }
 
   /**
@@ -150,24 +166,24 @@ export class Catalog {
    */
   deleteKb(name: string): void {
     for (const table of ["kw_blocks", "kw_terms", "kw_pending"])
-      this.db.prepare(`DELETE FROM ${table} WHERE kb = ?`).run(name);
-    this.db.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
-    this.db.prepare("DELETE FROM documents WHERE kb = ?").run(name);
-    this.db.prepare("DELETE FROM kbs WHERE name = ?").run(name);
+      this.prepare(`DELETE FROM ${table} WHERE kb = ?`).run(name);
+    this.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
+    this.prepare("DELETE FROM documents WHERE kb = ?").run(name);
+    this.prepare("DELETE FROM kbs WHERE name = ?").run(name);
   }
 
   /** Document and chunk counts of a knowledge base. */
   counts(kb: string): KbCounts {
     // Document and chunk counts from the statistics the triggers keep (no scan of the KB).
-    const stats = this.db
-      .prepare("SELECT documents, unembedded, chunks FROM kb_stats WHERE kb = ?")
-      .get(kb) as { documents: number; unembedded: number; chunks: number } | undefined;
+    const stats = this.prepare("SELECT documents, unembedded, chunks FROM kb_stats WHERE kb = ?").get(kb) as
+      | { documents: number; unembedded: number; chunks: number }
+      | undefined;
     const d = { n: stats?.documents ?? 0, e: (stats?.documents ?? 0) - (stats?.unembedded ?? 0) };
     const c = { n: stats?.chunks ?? 0 };
     const byType: Record<string, number> = {};
-    const rows = this.db
-      .prepare("SELECT type, count(*) AS n FROM documents WHERE kb = ? GROUP BY type ORDER BY type")
-      .all(kb) as { type: string; n: number }[];
+    const rows = this.prepare(
+      "SELECT type, count(*) AS n FROM documents WHERE kb = ? GROUP BY type ORDER BY type",
+    ).all(kb) as { type: string; n: number }[];
     for (const row of rows) byType[row.type] = row.n;
     return { documents: d.n, chunks: c.n, embeddedDocuments: d.e, documentsByType: byType };
   }
@@ -177,7 +193,7 @@ export class Catalog {
    * the statistics the database keeps by trigger (one row read, whatever the KB's size).
    */
   unembeddedDocuments(kb: string): { documents: number; unembedded: number } {
-    const row = this.db.prepare("SELECT documents, unembedded FROM kb_stats WHERE kb = ?").get(kb) as
+    const row = this.prepare("SELECT documents, unembedded FROM kb_stats WHERE kb = ?").get(kb) as
       | { documents: number; unembedded: number }
       | undefined;
     return { documents: row?.documents ?? 0, unembedded: row?.unembedded ?? 0 };
@@ -185,7 +201,7 @@ export class Catalog {
 
   /** Looks up a document by its URI. */
   getDocument(kb: string, uri: string): DocumentRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM documents WHERE kb = ? AND uri = ?").get(kb, uri) as
+    const row = this.prepare("SELECT * FROM documents WHERE kb = ? AND uri = ?").get(kb, uri) as
       | DocumentRow
       | undefined;
     return row && toDocumentRecord(row);
@@ -193,23 +209,24 @@ export class Catalog {
 
   /** Documents whose `path` is `path` (a Slack export yields several per path). */
   documentsByPath(kb: string, path: string): DocumentRecord[] {
-    const rows = this.db
-      .prepare("SELECT * FROM documents WHERE kb = ? AND path = ?")
-      .all(kb, path) as DocumentRow[];
+    const rows = this.prepare("SELECT * FROM documents WHERE kb = ? AND path = ?").all(
+      kb,
+      path,
+    ) as DocumentRow[];
     return rows.map(toDocumentRecord);
   }
 
   /** Distinct source paths of a KB that start with `prefix` (e.g. a folder path ending in `/`). */
   sourcePathsUnder(kb: string, prefix: string): string[] {
-    const rows = this.db
-      .prepare("SELECT DISTINCT path FROM documents WHERE kb = ? AND substr(path, 1, ?) = ?")
-      .all(kb, prefix.length, prefix) as { path: string }[];
+    const rows = this.prepare(
+      "SELECT DISTINCT path FROM documents WHERE kb = ? AND substr(path, 1, ?) = ?",
+    ).all(kb, prefix.length, prefix) as { path: string }[];
     return rows.map((r) => r.path);
   }
 
   /** The extracted text of a document. */
   documentText(documentId: number): string {
-    const row = this.db.prepare("SELECT text FROM documents WHERE id = ?").get(documentId) as
+    const row = this.prepare("SELECT text FROM documents WHERE id = ?").get(documentId) as
       | { text: string }
       | undefined;
     return row?.text ?? "";
@@ -221,14 +238,13 @@ export class Catalog {
    * so two data directories, or a data directory wiped and rebuilt, never share results.
    */
   storeId(): string {
-    const row = this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as
+    const row = this.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as
       | { value: string }
       | undefined;
     if (row) return row.value;
     const id = randomUUID();
-    this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(id);
-    return (this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as { value: string })
-      .value;
+    this.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(id);
+    return (this.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as { value: string }).value;
   }
 
   /**
@@ -239,7 +255,7 @@ export class Catalog {
    * so an ingest invalidates cached results.
    */
   dataVersion(kb: string): string {
-    const row = this.db.prepare("SELECT version FROM kb_stats WHERE kb = ?").get(kb) as
+    const row = this.prepare("SELECT version FROM kb_stats WHERE kb = ?").get(kb) as
       | { version: number }
       | undefined;
     return `v${row?.version ?? 0}`;
@@ -250,16 +266,16 @@ export class Catalog {
    * highest id), or undefined when the KB has none.
    */
   latestDocument(kb: string): DocumentRecord | undefined {
-    const row = this.db
-      .prepare("SELECT * FROM documents WHERE kb = ? ORDER BY ingested_at DESC, id DESC LIMIT 1")
-      .get(kb) as DocumentRow | undefined;
+    const row = this.prepare(
+      "SELECT * FROM documents WHERE kb = ? ORDER BY ingested_at DESC, id DESC LIMIT 1",
+    ).get(kb) as DocumentRow | undefined;
     return row && toDocumentRecord(row);
   }
 
   /** Chunk row ids of a document, in chunk order. */
   chunkIds(documentId: number): number[] {
     return (
-      this.db.prepare("SELECT id FROM chunks WHERE document_id = ? ORDER BY chunk_index").all(documentId) as {
+      this.prepare("SELECT id FROM chunks WHERE document_id = ? ORDER BY chunk_index").all(documentId) as {
         id: number;
       }[]
     ).map((r) => r.id);
@@ -267,9 +283,9 @@ export class Catalog {
 
   /** Chunk texts of a document, in chunk order (for re-embedding). */
   chunkTexts(documentId: number): { id: number; text: string }[] {
-    return this.db
-      .prepare("SELECT id, text FROM chunks WHERE document_id = ? ORDER BY chunk_index")
-      .all(documentId) as { id: number; text: string }[];
+    return this.prepare("SELECT id, text FROM chunks WHERE document_id = ? ORDER BY chunk_index").all(
+      documentId,
+    ) as { id: number; text: string }[];
   }
 
   /** Inserts a document row; returns its id. Call inside a transaction. */
@@ -286,48 +302,48 @@ export class Catalog {
     text: string;
     chunkCount: number;
   }): number {
-    const result = this.db
-      .prepare(
-        `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
+    const result = this.prepare(
+      `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        doc.kb,
-        doc.uri,
-        doc.path,
-        doc.type,
-        doc.title ?? null,
-        doc.contentHash,
-        doc.pipelineHash,
-        doc.embedded ? 1 : 0,
-        JSON.stringify(doc.metadata),
-        doc.text,
-        doc.chunkCount,
-        new Date().toISOString(),
-      );
+    ).run(
+      doc.kb,
+      doc.uri,
+      doc.path,
+      doc.type,
+      doc.title ?? null,
+      doc.contentHash,
+      doc.pipelineHash,
+      doc.embedded ? 1 : 0,
+      JSON.stringify(doc.metadata),
+      doc.text,
+      doc.chunkCount,
+      new Date().toISOString(),
+    );
     return Number(result.lastInsertRowid);
   }
 
-  /** Inserts a chunk row; returns its id. Call inside a transaction. */
-  insertChunk(kb: string, documentId: number, chunk: Chunk, tokenCount: number): number {
-    const result = this.db
-      .prepare(
-        `INSERT INTO chunks (kb, document_id, chunk_index, total_chunks, chunk_type, start, end, text, context_prefix, metadata, token_count)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        kb,
-        documentId,
-        chunk.chunkIndex,
-        chunk.totalChunks,
-        chunk.chunkType,
-        chunk.start,
-        chunk.end,
-        chunk.text,
-        chunk.contextPrefix ?? null,
-        JSON.stringify(chunk.metadata),
-        tokenCount,
-      );
+  /**
+   * Inserts a chunk row with its BM25 field lengths in tokens (body, title); returns its id.
+   * Call inside a transaction.
+   */
+  insertChunk(kb: string, documentId: number, chunk: Chunk, tokenCount: number, titleTokenCount = 0): number {
+    const result = this.prepare(
+      `INSERT INTO chunks (kb, document_id, chunk_index, total_chunks, chunk_type, start, end, text, context_prefix, metadata, token_count, title_token_count)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      kb,
+      documentId,
+      chunk.chunkIndex,
+      chunk.totalChunks,
+      chunk.chunkType,
+      chunk.start,
+      chunk.end,
+      chunk.text,
+      chunk.contextPrefix ?? null,
+      JSON.stringify(chunk.metadata),
+      tokenCount,
+      titleTokenCount,
+    );
     return Number(result.lastInsertRowid);
   }
 
@@ -336,8 +352,7 @@ export class Catalog {
     const wanted = ids.filter((id) => Number.isInteger(id));
     if (wanted.length === 0) return new Set();
     // One query for the whole hit list (this runs on every vector search).
-    const rows = this.db
-      .prepare("SELECT id FROM chunks WHERE kb = ? AND id IN (SELECT value FROM json_each(?))")
+    const rows = this.prepare("SELECT id FROM chunks WHERE kb = ? AND id IN (SELECT value FROM json_each(?))")
       .pluck()
       .all(kb, JSON.stringify(wanted)) as number[];
     return new Set(rows);
@@ -345,25 +360,27 @@ export class Catalog {
 
   /** Sets the BM25 field lengths of a chunk in tokens (after BM25 indexing). */
   setTokenCount(chunkId: number, tokenCount: number, titleTokenCount = 0): void {
-    this.db
-      .prepare("UPDATE chunks SET token_count = ?, title_token_count = ? WHERE id = ?")
-      .run(tokenCount, titleTokenCount, chunkId);
+    this.prepare("UPDATE chunks SET token_count = ?, title_token_count = ? WHERE id = ?").run(
+      tokenCount,
+      titleTokenCount,
+      chunkId,
+    );
   }
 
   /** Marks a document as embedded. */
   markEmbedded(documentId: number): void {
-    this.db.prepare("UPDATE documents SET embedded = 1 WHERE id = ?").run(documentId);
+    this.prepare("UPDATE documents SET embedded = 1 WHERE id = ?").run(documentId);
   }
 
   /** Deletes a document and (by cascade) its chunks. Postings and vectors are removed by the caller. */
   deleteDocument(documentId: number): void {
-    this.db.prepare("DELETE FROM documents WHERE id = ?").run(documentId);
+    this.prepare("DELETE FROM documents WHERE id = ?").run(documentId);
   }
 
   /** Loads chunks with their documents' attribution fields, keyed by chunk id. */
   loadChunks(ids: readonly number[]): Map<number, StoredChunk> {
     const out = new Map<number, StoredChunk>();
-    const stmt = this.db.prepare(
+    const stmt = this.prepare(
       `SELECT c.id, c.kb, c.document_id, c.chunk_index, c.total_chunks, c.chunk_type, c.start, c.end, c.text,
               c.context_prefix, c.metadata, d.uri, d.path, d.type, d.title, d.metadata AS doc_metadata
        FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?`,

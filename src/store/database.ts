@@ -17,6 +17,9 @@ export type Db = Database.Database;
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
 export const SCHEMA_VERSION = 4;
 
+/** Page size in bytes of a new database file. */
+export const PAGE_SIZE = 16384;
+
 /** File name of the embedded database inside the data directory. */
 export const DB_FILE = "kl.db";
 
@@ -205,6 +208,10 @@ export function openDatabase(dataDir: string): Db {
   let db: Db;
   try {
     db = new Database(file);
+    // 16 KiB pages (new files only: SQLite keeps an existing file's page size). A 512-d vector
+    // is a 2 KiB row; on 4 KiB pages one row fills half a page, or spills to an overflow page
+    // in a WITHOUT ROWID table, which doubled the bytes per vector.
+    db.pragma(`page_size = ${PAGE_SIZE}`);
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
@@ -253,10 +260,11 @@ function migrate(db: Db, from: number): void {
     }
     if (from < 3) {
       const columns = db.prepare("PRAGMA table_info(postings)").all() as { name: string }[];
-      if (!columns.some((c) => c.name === "len")) {
+      if (columns.length > 0 && !columns.some((c) => c.name === "len")) {
         db.exec("ALTER TABLE postings ADD COLUMN len INTEGER NOT NULL DEFAULT 0");
       }
-      db.exec(`UPDATE postings SET len = coalesce((SELECT CASE WHEN substr(postings.term, 1, 3) = char(31) || 't:'
+      if (columns.length > 0)
+        db.exec(`UPDATE postings SET len = coalesce((SELECT CASE WHEN substr(postings.term, 1, 3) = char(31) || 't:'
         THEN c.title_token_count ELSE c.token_count END FROM chunks c WHERE c.id = postings.chunk_id), 0)`);
       recountKbStats(db);
       db.exec(TRIGGERS);
