@@ -63,7 +63,12 @@ if ("error" in started) {
   };
 
   vectorStoreConformance("chroma (real server)", freshStore);
-  vectorStoreFilterConformance("chroma (real server)", freshStore, { exists: false, prefix: false, dates: false });
+  vectorStoreFilterConformance("chroma (real server)", freshStore, {
+    exists: false,
+    prefix: false,
+    dates: false,
+    fractions: false,
+  });
 
   describe("chroma vector store", () => {
     const cleanups: (() => Promise<void>)[] = [];

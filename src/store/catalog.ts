@@ -339,6 +339,17 @@ export class Catalog {
     return row && toDocumentRecord(row);
   }
 
+  /** The most recently ingested of these documents (as {@link latestDocument}), or undefined. */
+  latestDocumentAmong(ids: readonly number[]): DocumentRecord | undefined {
+    if (ids.length === 0) return undefined;
+    const row = this.db
+      .prepare(
+        "SELECT * FROM documents WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ingested_at DESC, id DESC LIMIT 1",
+      )
+      .get(JSON.stringify(ids)) as DocumentRow | undefined;
+    return row && toDocumentRecord(row);
+  }
+
   /** Chunk row ids of a document, in chunk order. */
   chunkIds(documentId: number): number[] {
     return (

@@ -20,6 +20,7 @@ import { KnowledgeLayerError } from "../errors.js";
 import {
   checkStoreFilter,
   type Filter,
+  FilterError,
   type FilterNode,
   type FilterScalar,
   parseFilter,
@@ -151,7 +152,10 @@ function isPayloadValue(value: unknown): value is PayloadValue {
   );
 }
 
-/** What Chroma `where` clauses support: no `$exists` or `$prefix`; `$not` is pushed down; numeric range bounds. */
+/**
+ * What Chroma `where` clauses support: no `$exists` or `$prefix`; `$not` is pushed down;
+ * whole-number values and range bounds.
+ */
 const CHROMA_FILTER_SUPPORT = {
   kinds: new Set<FilterNode["kind"]>(["eq", "ne", "in", "nin", "range", "contains"]),
 };
@@ -166,6 +170,18 @@ export function toChromaWhere(filter: Filter | undefined): Where | undefined {
   const node = pushDownNot(parseFilter(filter));
   checkStoreFilter(node, "chroma", CHROMA_FILTER_SUPPORT);
   const convert = (n: FilterNode): Where => {
+    // Chroma truncates a fractional bound compared with whole-number metadata ({"h": 2}
+    // matches {"h": {"$eq": 2.5}}): refused rather than answered wrongly.
+    const values =
+      "value" in n
+        ? [n.value]
+        : "values" in n
+          ? n.values
+          : "bound" in n && "number" in n.bound
+            ? [n.bound.number]
+            : [];
+    if ("where" in n && values.some((v) => typeof v === "number" && !Number.isInteger(v)))
+      throw new FilterError(`${n.where}: the chroma store compares whole numbers only`);
     switch (n.kind) {
       case "and":
       case "or": {

@@ -499,7 +499,8 @@ export function toPineconeFilter(filter: Filter | undefined): object | undefined
   const node = pushDownNot(parseFilter(filter));
   checkStoreFilter(node, "pinecone", PINECONE_FILTER_SUPPORT);
   const convert = (n: FilterNode): object => {
-    if ("field" in n && n.field === PINECONE_MARKER_KEY) throw new FilterError(`${n.where}: reserved field name`);
+    if ("field" in n && n.field === PINECONE_MARKER_KEY)
+      throw new FilterError(`${n.where}: reserved field name`);
     switch (n.kind) {
       case "and":
       case "or":
