@@ -320,7 +320,10 @@ async function restrictedVectorSearch(
   const perDocument = new Map<number, number[]>();
   restriction.documentIds.forEach((doc, i) => {
     let list = perDocument.get(doc);
-    if (!list) perDocument.set(doc, (list = []));
+    if (!list) {
+      list = [];
+      perDocument.set(doc, list);
+    }
     list.push(restriction.chunkIndexes[i] as number);
   });
   const whole: number[] = [];
