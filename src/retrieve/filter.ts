@@ -488,3 +488,35 @@ export function pushDownNot(node: FilterNode, negate = false): FilterNode {
       }
   }
 }
+
+/**
+ * A copy of a (valid) filter with the values compared with `field` passed through `map`
+ * (`$eq $ne $in $nin $contains $prefix`, shorthand equality, under `$and`/`$or`/`$not`):
+ * how the HTTP API turns a tenant's KB names into catalog names in `{"kb": …}`.
+ */
+export function mapFilterValues(filter: Filter, field: string, map: (value: string) => string): Filter {
+  const value = (v: unknown): unknown => (typeof v === "string" ? map(v) : v);
+  const ops = (cond: unknown): unknown => {
+    if (!isPlainObject(cond)) return value(cond);
+    const out: Record<string, unknown> = {};
+    for (const [op, arg] of Object.entries(cond)) {
+      if (op === "$in" || op === "$nin") out[op] = Array.isArray(arg) ? arg.map(value) : arg;
+      else if (op === "$not") out[op] = ops(arg);
+      else if (op === "$eq" || op === "$ne" || op === "$contains" || op === "$prefix") out[op] = value(arg);
+      else out[op] = arg;
+    }
+    return out;
+  };
+  const walk = (f: unknown): unknown => {
+    if (!isPlainObject(f)) return f;
+    const out: Record<string, unknown> = {};
+    for (const [key, arg] of Object.entries(f)) {
+      if (key === "$and" || key === "$or") out[key] = Array.isArray(arg) ? arg.map(walk) : arg;
+      else if (key === "$not") out[key] = walk(arg);
+      else if (key === field) out[key] = ops(arg);
+      else out[key] = arg;
+    }
+    return out;
+  };
+  return walk(filter) as Filter;
+}
