@@ -4,20 +4,28 @@ import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../
 import { blobToVector, openDatabase, SCHEMA_VERSION, vectorToBlob } from "../src/store/database.js";
 import { SqliteVectorStore } from "../src/store/sqlite-vector-store.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
+import { vectorStoreFilterConformance } from "./conformance/vector-store-filters.js";
 import { tempDir } from "./helpers.js";
 
 const require = createRequire(import.meta.url);
 
-vectorStoreConformance("sqlite (embedded default)", async () => {
+const sqliteFactory = (ann?: { minRecords: number }) => async () => {
   const { dir, cleanup } = tempDir();
   const db = openDatabase(dir);
   return {
-    store: new SqliteVectorStore(db),
+    store: new SqliteVectorStore(db, ann ? { ann } : {}),
     cleanup: () => {
       db.close();
       cleanup();
     },
   };
+};
+vectorStoreConformance("sqlite (embedded default)", sqliteFactory());
+vectorStoreFilterConformance("sqlite (exact)", sqliteFactory(), { exists: true, prefix: true, dates: true });
+vectorStoreFilterConformance("sqlite (HNSW candidates)", sqliteFactory({ minRecords: 1 }), {
+  exists: true,
+  prefix: true,
+  dates: true,
 });
 
 describe("embedded database", () => {

@@ -10,9 +10,11 @@ import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
 import { analyzeChunk, type Bm25Index } from "../retrieve/bm25.js";
+import { FILTER_FIELD, type FilterScalar } from "../retrieve/filter.js";
 import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
 import type { VectorRecord, VectorStore } from "../store/contract.js";
+import { SOURCE_FILTER_FIELDS } from "../store/filter-sql.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
 
@@ -104,6 +106,66 @@ export interface IngestContext {
    * embedded are left for the next run, and the summary says `stopped`.
    */
   signal?: AbortSignal;
+  /** User metadata given at ingest, stored on every document of the run (see {@link withUserMetadata}). */
+  userMetadata?: UserMetadata;
+}
+
+/**
+ * Metadata a user attaches at ingest (`kl ingest --meta key=value --tag t`, HTTP upload
+ * fields, `IngestOptions`): `meta` goes to the document's `meta` object, `tags` join its
+ * `tags` list (front matter tags included). Filters read both (`{"customer": "acme"}`,
+ * `{"tags": {"$contains": "finance"}}`) and results show them in `source.metadata` / `source.tags`.
+ */
+export interface UserMetadata {
+  meta?: Record<string, FilterScalar>;
+  tags?: string[];
+}
+
+/**
+ * Checks user metadata: keys are filter field names that are not source attributes (`type`,
+ * `path`, `date`…, which come from the document itself) nor `meta`/`tags`; values are
+ * strings, finite numbers or booleans; tags are non-empty strings.
+ * @throws KnowledgeLayerError naming the key (`metadata.type: "type" is a source attribute…`).
+ */
+export function checkUserMetadata(metadata: UserMetadata, root = "metadata"): void {
+  for (const [key, value] of Object.entries(metadata.meta ?? {})) {
+    if (!FILTER_FIELD.test(key))
+      throw new KnowledgeLayerError(
+        `${root}.${key}: invalid key (letters, digits, "_" and "-", starting with a letter or "_", at most 64 characters)`,
+      );
+    if (SOURCE_FILTER_FIELDS.includes(key) || key === "meta")
+      throw new KnowledgeLayerError(
+        `${root}.${key}: "${key}" is a source attribute set from the document itself; choose another key${key === "tags" ? " (or use tags)" : ""}`,
+      );
+    if (
+      !(
+        typeof value === "string" ||
+        typeof value === "boolean" ||
+        (typeof value === "number" && Number.isFinite(value))
+      )
+    )
+      throw new KnowledgeLayerError(`${root}.${key}: expected a string, number or boolean`);
+  }
+  if (metadata.tags !== undefined) {
+    if (!Array.isArray(metadata.tags)) throw new KnowledgeLayerError("tags: expected a list of strings");
+    for (const tag of metadata.tags)
+      if (typeof tag !== "string" || tag.trim() === "")
+        throw new KnowledgeLayerError(`tags: expected non-empty strings, got ${JSON.stringify(tag)}`);
+  }
+}
+
+/** A document with user metadata merged in: `meta` over its own `meta`, `tags` added to its `tags`. */
+export function withUserMetadata(doc: ExtractedDocument, user: UserMetadata): ExtractedDocument {
+  const metadata = { ...doc.metadata };
+  if (user.meta && Object.keys(user.meta).length > 0) {
+    const own = metadata.meta !== null && typeof metadata.meta === "object" ? (metadata.meta as object) : {};
+    metadata.meta = { ...own, ...user.meta };
+  }
+  if (user.tags && user.tags.length > 0) {
+    const own = Array.isArray(metadata.tags) ? metadata.tags.map(String) : [];
+    metadata.tags = [...new Set([...own, ...user.tags])];
+  }
+  return { ...doc, metadata };
 }
 
 /** One unit of ingest: a file (or Slack export, or in-memory document) and the documents it yields. */
@@ -315,6 +377,16 @@ function reusableVector(chunk: Chunk, embedder: Embedder): Float32Array | undefi
 
 async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boolean): Promise<IngestSummary> {
   const started = Date.now();
+  const user = ctx.userMetadata;
+  if (user && (Object.keys(user.meta ?? {}).length > 0 || (user.tags?.length ?? 0) > 0)) {
+    // User metadata is part of what a unit is: new metadata re-ingests an unchanged file.
+    const extra = JSON.stringify({ meta: user.meta ?? {}, tags: user.tags ?? [] });
+    units = units.map((u) => ({
+      ...u,
+      contentHash: createHash("sha256").update(u.contentHash).update(extra).digest("hex"),
+      load: async () => (await u.load()).map((d) => withUserMetadata(d, user)),
+    }));
+  }
   const { catalog, config } = ctx;
   const kb = config.name;
   const hash = pipelineHash(config);

@@ -449,10 +449,21 @@ export class Bm25Index {
    * repeat count once per occurrence. Only chunks sharing a term with the query
    * are returned (all with score > 0); an empty query, an empty corpus or
    * `topK` ≤ 0 gives [].
+   *
+   * `allowed` (a metadata filter's chunks) restricts the search to those chunks before
+   * top-k: postings of other chunks are skipped, so the top k are the best allowed chunks
+   * and MaxScore stays exact (its bounds hold for any subset). Statistics (N, df, average
+   * lengths) stay the whole KB's, so a chunk scores the same with and without a filter.
    */
-  search(kb: string, query: string, topK: number, params: Bm25Params): Bm25Hit[] {
+  search(
+    kb: string,
+    query: string,
+    topK: number,
+    params: Bm25Params,
+    allowed?: ReadonlySet<number>,
+  ): Bm25Hit[] {
     const queryTerms = termFrequencies(tokenize(query, analyzerOptions(params.analyzer ?? "english")));
-    if (queryTerms.size === 0 || !(topK > 0)) return [];
+    if (queryTerms.size === 0 || !(topK > 0) || allowed?.size === 0) return [];
     const stats = this.statsOf.get(kb) as
       | { chunks: number; body_tokens: number; title_tokens: number; version: number }
       | undefined;
@@ -509,6 +520,7 @@ export class Bm25Index {
       const { ids, tfs, lens } = this.readList(kb, list.term, pending.get(list.term));
       for (let j = 0; j < ids.length; j++) {
         const id = ids[j] as number;
+        if (allowed && !allowed.has(id)) continue; // filtered out (see `allowed`)
         const s = (scores.get(id) ?? 0) + score(list, tfs[j] as number, lens[j] as number);
         scores.set(id, s);
         if (s > best) best = s;

@@ -1,13 +1,29 @@
 import { randomUUID } from "node:crypto";
 import type { Statement } from "better-sqlite3";
+import { canonicalJson } from "../cache/keys.js";
 import {
   defaultKbConfig,
   type KnowledgeBaseConfig,
   parseRetrievalMode,
   validateKbConfig,
 } from "../config.js";
+import type { FilterNode } from "../retrieve/filter.js";
 import type { Chunk, DocumentMetadata } from "../types.js";
 import type { Db } from "./database.js";
+import { catalogField, compileSqliteFilter } from "./filter-sql.js";
+
+/** The chunks of a KB a filter lets through (see {@link Catalog.filterChunks}). */
+export interface FilteredChunks {
+  /** Chunk ids, ascending. */
+  ids: number[];
+  /** Document id and chunk index of each chunk, in the order of `ids`. */
+  documentIds: number[];
+  chunkIndexes: number[];
+  /** Chunk count of each document that has a chunk in `ids`. */
+  documentChunks: Map<number, number>;
+  /** `ids` as a set. */
+  set: ReadonlySet<number>;
+}
 
 /** A knowledge base as stored in the catalog. */
 export interface KbRecord {
@@ -75,6 +91,73 @@ export class Catalog {
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** Recent {@link filterChunks} answers per KB, valid for one data version. */
+  private readonly filterCache = new Map<string, { version: string; result: FilteredChunks }>();
+
+  /**
+   * The chunks of knowledge base `kb` that match a filter (see `retrieve/filter.ts`), from
+   * one parameterised query over its chunks and documents (no filter value is spliced into
+   * the SQL). Answers are kept for the KB's current data version (the last 64 filters).
+   */
+  filterChunks(kb: string, filter: FilterNode): FilteredChunks {
+    const key = `${kb}\u0000${canonicalJson(filter)}`;
+    const version = this.dataVersion(kb);
+    const cached = this.filterCache.get(key);
+    if (cached && cached.version === version) return cached.result;
+    const where = compileSqliteFilter(filter, catalogField);
+    const rows = this.db
+      .prepare(
+        `SELECT c.id, c.document_id, c.chunk_index, d.chunk_count FROM chunks c JOIN documents d ON d.id = c.document_id
+         WHERE c.kb = ? AND ${where.sql} ORDER BY c.id`,
+      )
+      .raw()
+      .all(kb, ...where.params) as [number, number, number, number][];
+    const result: FilteredChunks = {
+      ids: rows.map((r) => r[0]),
+      documentIds: rows.map((r) => r[1]),
+      chunkIndexes: rows.map((r) => r[2]),
+      documentChunks: new Map(rows.map((r) => [r[1], r[3]])),
+      set: new Set(rows.map((r) => r[0])),
+    };
+    this.filterCache.delete(key);
+    this.filterCache.set(key, { version, result });
+    if (this.filterCache.size > 64) this.filterCache.delete(this.filterCache.keys().next().value as string);
+    return result;
+  }
+
+  /**
+   * Documents of `kb` (all KBs when undefined) by id, `limit` after id `afterId`; with a
+   * filter, those with at least one matching chunk.
+   */
+  listDocuments(
+    kb: string | undefined,
+    options: { filter?: FilterNode; afterId?: number; limit?: number } = {},
+  ): DocumentRecord[] {
+    const where = options.filter ? compileSqliteFilter(options.filter, catalogField) : undefined;
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM documents d WHERE (? IS NULL OR d.kb = ?) AND d.id > ?${
+          where ? ` AND EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id AND ${where.sql})` : ""
+        } ORDER BY d.id LIMIT ?`,
+      )
+      .all(
+        kb ?? null,
+        kb ?? null,
+        options.afterId ?? 0,
+        ...(where?.params ?? []),
+        options.limit ?? -1,
+      ) as DocumentRow[];
+    return rows.map(toDocumentRecord);
+  }
+
+  /** A document by id, with its metadata, or undefined. */
+  documentById(id: number): (DocumentRecord & { metadata: DocumentMetadata }) | undefined {
+    const row = this.db.prepare("SELECT * FROM documents WHERE id = ?").get(id) as
+      | (DocumentRow & { metadata: string })
+      | undefined;
+    return row && { ...toDocumentRecord(row), metadata: JSON.parse(row.metadata) };
   }
 
   /** Returns a knowledge base, or undefined. */
@@ -269,6 +352,17 @@ export class Catalog {
     const row = this.prepare(
       "SELECT * FROM documents WHERE kb = ? ORDER BY ingested_at DESC, id DESC LIMIT 1",
     ).get(kb) as DocumentRow | undefined;
+    return row && toDocumentRecord(row);
+  }
+
+  /** The most recently ingested of these documents (as {@link latestDocument}), or undefined. */
+  latestDocumentAmong(ids: readonly number[]): DocumentRecord | undefined {
+    if (ids.length === 0) return undefined;
+    const row = this.db
+      .prepare(
+        "SELECT * FROM documents WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ingested_at DESC, id DESC LIMIT 1",
+      )
+      .get(JSON.stringify(ids)) as DocumentRow | undefined;
     return row && toDocumentRecord(row);
   }
 

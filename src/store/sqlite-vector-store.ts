@@ -1,4 +1,5 @@
 import { KnowledgeLayerError } from "../errors.js";
+import { parseFilter } from "../retrieve/filter.js";
 import { AnnIndexes, type AnnOptions, ensureAnnSchema } from "./ann-index.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
@@ -10,8 +11,7 @@ import type {
   VectorStore,
 } from "./contract.js";
 import { blobToVector, type Db, vectorToBlob } from "./database.js";
-
-const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+import { compileSqliteFilter, payloadField } from "./filter-sql.js";
 
 /** Options of {@link SqliteVectorStore}. */
 export interface SqliteVectorStoreOptions {
@@ -145,11 +145,12 @@ export class SqliteVectorStore implements VectorStore {
       params.push(qq, zero, zero, blob, blob);
     }
     let filterSql = "";
-    const filterParams: unknown[] = [];
-    for (const [key, value] of Object.entries(options.filter ?? {})) {
-      if (!FIELD.test(key)) throw new KnowledgeLayerError(`invalid filter field name "${key}"`);
-      filterSql += ` AND json_extract(payload, '$.${key}') = ?`;
-      filterParams.push(typeof value === "boolean" ? Number(value) : value);
+    let filterParams: unknown[] = [];
+    if (options.filter) {
+      // Every operator, with number and date bounds, compiled to parameterised SQL.
+      const where = compileSqliteFilter(parseFilter(options.filter), payloadField);
+      filterSql = ` AND ${where.sql}`;
+      filterParams = where.params;
     }
     const topK = Math.max(0, Math.floor(options.topK));
     // With candidates, `+collection` keeps SQLite on rowid lookups instead of scanning the collection.
