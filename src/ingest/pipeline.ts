@@ -5,7 +5,7 @@ import type { Chunker } from "../chunk/contract.js";
 import { FIXED_FALLBACK_CHUNKER } from "../chunk/embedding-semantic.js";
 import { createChunker } from "../chunk/index.js";
 import type { KnowledgeBaseConfig } from "../config.js";
-import type { CachedEmbedder } from "../embed/cache.js";
+import { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
@@ -185,6 +185,11 @@ interface PreparedUnit {
   replaces: boolean;
   docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
   vectors?: (Float32Array | undefined)[];
+  /**
+   * Per chunk (as `vectors`): the vector is the embedder's for the chunk's text, so the
+   * embedding cache may point at its stored copy (false for reused sentence means).
+   */
+  embedded?: boolean[];
 }
 
 /** Fingerprint of everything that determines a document's chunks and vectors. */
@@ -458,8 +463,13 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
             return vector;
           }),
         );
+        p.embedded = p.vectors.map((v) => v === undefined);
       }
-      const computed = await embedder.embedTexts(texts);
+      // With the embedded store, vectors are kept once: in the store, the cache pointing at them.
+      const computed =
+        embedder instanceof CachedEmbedder && ctx.store instanceof SqliteVectorStore
+          ? await embedder.embedTexts(texts, undefined, { store: false })
+          : await embedder.embedTexts(texts);
       let k = 0;
       for (const p of pending) {
         const vectors = p.vectors ?? [];
@@ -709,21 +719,28 @@ function writeUnit(
         });
         documentIds.push(documentId);
         const docRecords: VectorRecord[] = [];
+        const remember: [VectorRecord, string][] = [];
         for (const chunk of chunks) {
           const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
           const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
           bm25.indexAnalyzed(kb, chunkId, analyzed);
+          const embedded = prepared.embedded?.[v] ?? false;
           const vector = prepared.vectors?.[v++];
           if (vector) {
-            docRecords.push({
+            const record = {
               id: String(chunkId),
               vector,
               payload: { documentId, chunkIndex: chunk.chunkIndex, type: doc.metadata.type },
-            });
+            };
+            docRecords.push(record);
+            if (embedded) remember.push([record, chunk.text]);
           }
         }
-        if (inTransaction && docRecords.length > 0) inTransaction.addBatchSync(collection, docRecords);
-        else records.push(...docRecords);
+        if (inTransaction && docRecords.length > 0) {
+          inTransaction.addBatchSync(collection, docRecords);
+          if (ctx.embedder instanceof CachedEmbedder)
+            for (const [record, text] of remember) ctx.embedder.rememberStored(text, collection, record.id);
+        } else records.push(...docRecords);
       }
     })
     .immediate();

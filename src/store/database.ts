@@ -15,7 +15,7 @@ import {
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** Page size in bytes of a new database file. */
 export const PAGE_SIZE = 16384;
@@ -111,6 +111,8 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
   model TEXT NOT NULL,
   text_hash TEXT NOT NULL,
   vector BLOB NOT NULL,
+  ref_collection TEXT,
+  ref_id TEXT,
   PRIMARY KEY (provider, model, text_hash)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vec_collections (
@@ -144,6 +146,16 @@ const REMOVE_CHUNK = `
     title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;`;
 
 const TRIGGERS = `
+CREATE INDEX IF NOT EXISTS embedding_cache_ref ON embedding_cache (ref_collection, ref_id) WHERE ref_id IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_insert AFTER INSERT ON vec_records BEGIN
+  DELETE FROM embedding_cache WHERE ref_collection = NEW.collection AND ref_id = NEW.id AND ref_id IS NOT NULL;
+END;
+CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_update AFTER UPDATE OF vector ON vec_records BEGIN
+  DELETE FROM embedding_cache WHERE ref_collection = OLD.collection AND ref_id = OLD.id AND ref_id IS NOT NULL;
+END;
+CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_delete AFTER DELETE ON vec_records BEGIN
+  DELETE FROM embedding_cache WHERE ref_collection = OLD.collection AND ref_id = OLD.id AND ref_id IS NOT NULL;
+END;
 CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_insert AFTER INSERT ON chunks BEGIN
 ${ADD_CHUNK}
 END;
@@ -249,6 +261,8 @@ export function openDatabase(dataDir: string): Db {
  * posting list without joining chunks) and `kb_stats` (corpus statistics kept by triggers),
  * both built from the existing rows. Schema 3 → 4: the row-per-posting `postings` table
  * becomes block-compressed lists (`kw_blocks`, `kw_terms`; see `retrieve/postings.ts`).
+ * Schema 4 → 5: `embedding_cache.ref_collection`/`ref_id`, an entry that points at the
+ * embedded store's copy of a vector instead of holding a second one.
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
@@ -270,6 +284,13 @@ function migrate(db: Db, from: number): void {
       db.exec(TRIGGERS);
     }
     if (from < 4) convertPostings(db);
+    if (from < 5) {
+      const columns = db.prepare("PRAGMA table_info(embedding_cache)").all() as { name: string }[];
+      if (columns.length > 0 && !columns.some((c) => c.name === "ref_id")) {
+        db.exec("ALTER TABLE embedding_cache ADD COLUMN ref_collection TEXT");
+        db.exec("ALTER TABLE embedding_cache ADD COLUMN ref_id TEXT");
+      }
+    }
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
   })();
 }
