@@ -31,7 +31,7 @@ function vectorOf(text: string): Float32Array {
 const doc = (uri: string, text: string): ExtractedDocument => ({
   uri,
   text,
-  metadata: { type: "text", title: uri },
+  metadata: { type: "text", title: uri, path: uri },
 });
 
 const PARAGRAPHS = [

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { Statement } from "better-sqlite3";
 import { canonicalJson } from "../cache/keys.js";
 import {
@@ -310,9 +311,9 @@ export class Catalog {
   /** The extracted text of a document. */
   documentText(documentId: number): string {
     const row = this.prepare("SELECT text FROM documents WHERE id = ?").get(documentId) as
-      | { text: string }
+      | { text: string | Buffer }
       | undefined;
-    return row?.text ?? "";
+    return row ? decodeDocumentText(row.text) : "";
   }
 
   /**
@@ -409,7 +410,7 @@ export class Catalog {
       doc.pipelineHash,
       doc.embedded ? 1 : 0,
       JSON.stringify(doc.metadata),
-      doc.text,
+      encodeDocumentText(doc.text),
       doc.chunkCount,
       new Date().toISOString(),
     );
@@ -555,6 +556,27 @@ function withDefaults(stored: KnowledgeBaseConfig): KnowledgeBaseConfig {
     },
     ...(stored.extraction ? { extraction: stored.extraction } : {}),
   };
+}
+
+/** Document texts shorter than this (UTF-8 bytes) are stored as they are. */
+const COMPRESS_FROM_BYTES = 256;
+
+/**
+ * The stored form of a document's text: raw DEFLATE (RFC 1951, `node:zlib`) as a BLOB when
+ * that is smaller, else the text itself. Chunk texts stay plain (search reads them); the whole
+ * text is only read to show a document, so it is kept compressed (about a third of its size).
+ */
+export function encodeDocumentText(text: string): string | Buffer {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length < COMPRESS_FROM_BYTES) return text;
+  const packed = deflateRawSync(bytes);
+  return packed.length < bytes.length ? packed : text;
+}
+
+/** Reads a value written by {@link encodeDocumentText} (a plain TEXT value as it is). */
+export function decodeDocumentText(value: string | Buffer | null | undefined): string {
+  if (value == null) return "";
+  return typeof value === "string" ? value : inflateRawSync(value).toString("utf8");
 }
 
 function toDocumentRecord(r: DocumentRow): DocumentRecord {
