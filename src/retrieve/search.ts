@@ -198,7 +198,11 @@ async function candidatesFor(
     try {
       const store = await deps.store(kb.config);
       if (restriction?.ids.length === 0) found = [];
-      else if (await store.info(collection)) {
+      else if (
+        store.hasCollection
+          ? await store.hasCollection(collection)
+          : (await store.info(collection)) !== undefined
+      ) {
         const vector = await deps.embedQuery(kb.config, text);
         found = restriction
           ? await restrictedVectorSearch(deps, kb, store, collection, vector, want, restriction)

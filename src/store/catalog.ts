@@ -447,9 +447,12 @@ export class Catalog {
     const wanted = ids.filter((id) => Number.isInteger(id));
     if (wanted.length === 0) return new Set();
     // One query for the whole hit list (this runs on every vector search).
-    const rows = this.prepare("SELECT id FROM chunks WHERE kb = ? AND id IN (SELECT value FROM json_each(?))")
+    // Row id lookups (`+kb` keeps SQLite off the (kb, …) index, which would scan the whole KB).
+    const rows = this.prepare(
+      "SELECT id FROM chunks WHERE id IN (SELECT value FROM json_each(?)) AND +kb = ?",
+    )
       .pluck()
-      .all(kb, JSON.stringify(wanted)) as number[];
+      .all(JSON.stringify(wanted), kb) as number[];
     return new Set(rows);
   }
 

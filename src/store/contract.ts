@@ -105,6 +105,11 @@ export interface VectorStore {
   update(collection: string, records: VectorRecord[]): Promise<void>;
   /** Describes a collection, or `undefined` if it does not exist. */
   info(collection: string): Promise<CollectionInfo | undefined>;
+  /**
+   * True when the collection exists; optional, for stores where that is cheaper than
+   * {@link info} (which counts the records). Search asks it on every query.
+   */
+  hasCollection?(collection: string): Promise<boolean>;
   /** True when the store answers. Never throws. */
   health(): Promise<boolean>;
 }
