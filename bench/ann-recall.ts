@@ -23,19 +23,22 @@ const { values, positionals } = parseArgs({
 });
 const dir = resolve(positionals[0] ?? ".");
 const db = openDatabase(dir);
-const collection = (db.prepare("SELECT name FROM vec_collections ORDER BY name").pluck().all() as string[]).find(
-  (n) => n !== "kb_default",
-) as string;
-const rows = db.prepare("SELECT rowid, vector FROM vec_records WHERE collection = ?").raw().all(collection) as [
-  number,
-  Buffer,
-][];
+const collection = (
+  db.prepare("SELECT name FROM vec_collections ORDER BY name").pluck().all() as string[]
+).find((n) => n !== "kb_default") as string;
+const rows = db
+  .prepare("SELECT rowid, vector FROM vec_records WHERE collection = ?")
+  .raw()
+  .all(collection) as [number, Buffer][];
 const ids = rows.map((r) => r[0]);
 const vectors = rows.map((r) => blobToVector(r[1]));
 const SHARED = resolve(import.meta.dirname, "..", "..", "shared", "data", "ir");
 const texts: string[] = [];
 for (const set of ["scifact", "cranfield"])
-  for (const line of readFileSync(join(SHARED, set, "queries.jsonl"), "utf8").split("\n").filter(Boolean).slice(0, Number(values.queries) / 2))
+  for (const line of readFileSync(join(SHARED, set, "queries.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .slice(0, Number(values.queries) / 2))
     texts.push(JSON.parse(line).text as string);
 const queries = texts.map((t) => hashEmbed(t));
 const exact = queries.map((q) => {

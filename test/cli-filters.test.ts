@@ -1,22 +1,14 @@
-/** `kl ingest --meta/--tag`, `kl search --where` (exit 2 on a bad filter) and `kl docs list|show|rm`. */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDir } from "./helpers.js";
+import { cliRunner, tempDir } from "./helpers.js";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const _ROOT = resolve(import.meta.dirname, "..");
 const tmp = tempDir();
 const env = { ...process.env, KL_HOME: join(tmp.dir, "home") };
 
-function kl(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(
-    process.execPath,
-    ["--import", join(ROOT, "node_modules/tsx/dist/loader.mjs"), join(ROOT, "src/cli/main.ts"), ...args],
-    { cwd: tmp.dir, env, encoding: "utf8", timeout: 120_000 },
-  );
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
-}
+/** Runs the CLI from source in the temporary folder. */
+const kl = cliRunner(tmp.dir, env);
 
 beforeAll(() => {
   mkdirSync(join(tmp.dir, "a"));

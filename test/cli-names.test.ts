@@ -1,31 +1,17 @@
-/**
- * File names with a line break, a tab or a terminal escape sequence in them: the
- * human output of `kl ingest`, `kl search` and `kl extract` and the CLI's error
- * messages show such a name quoted and escaped on one line (`displayName`),
- * while `--json` keeps the real name. Inputs are made here.
- */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { displayName } from "../src/display.js";
 import { ExtractionError } from "../src/errors.js";
-import { tempDir } from "./helpers.js";
+import { cliRunner, tempDir } from "./helpers.js";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const _ROOT = resolve(import.meta.dirname, "..");
 const tmp = tempDir("kl-names-");
 const env = { ...process.env, KL_HOME: join(tmp.dir, "home") };
 afterAll(() => tmp.cleanup());
 
 /** Runs the CLI from source in the temporary folder. */
-function kl(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(
-    process.execPath,
-    ["--import", join(ROOT, "node_modules/tsx/dist/loader.mjs"), join(ROOT, "src/cli/main.ts"), ...args],
-    { cwd: tmp.dir, env, encoding: "utf8", timeout: 120_000 },
-  );
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
-}
+const kl = cliRunner(tmp.dir, env);
 
 const ESC = "\u001b";
 

@@ -2,26 +2,14 @@ import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { docsPath, tempDir } from "./helpers.js";
+import { cliRunner, docsPath, tempDir } from "./helpers.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const tmp = tempDir();
 const env = { ...process.env, KL_HOME: join(tmp.dir, "home") };
 
-/** Runs the CLI from source (the same code `dist/cli/main.js` is built from). */
-function kl(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(
-    process.execPath,
-    ["--import", join(ROOT, "node_modules/tsx/dist/loader.mjs"), join(ROOT, "src/cli/main.ts"), ...args],
-    {
-      cwd: tmp.dir,
-      env,
-      encoding: "utf8",
-      timeout: 120_000,
-    },
-  );
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
-}
+/** Runs the CLI from source in the temporary folder. */
+const kl = cliRunner(tmp.dir, env);
 
 afterAll(() => tmp.cleanup());
 

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -55,4 +56,27 @@ export async function watchEventLoop<T>(run: () => Promise<T>): Promise<{
   } finally {
     clearInterval(timer);
   }
+}
+
+/** What a CLI run gave: exit code (-1 when killed), stdout and stderr. */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A runner of the `kl` CLI from source (the same code `dist/cli/main.js` is built from), in
+ * `cwd` with `env`, synchronously, killed after two minutes.
+ */
+export function cliRunner(cwd: string, env: NodeJS.ProcessEnv): (...args: string[]) => CliRun {
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+  return (...args) => {
+    const r = spawnSync(
+      process.execPath,
+      ["--import", join(root, "node_modules/tsx/dist/loader.mjs"), join(root, "src/cli/main.ts"), ...args],
+      { cwd, env, encoding: "utf8", timeout: 120_000 },
+    );
+    return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  };
 }

@@ -10,7 +10,7 @@ import {
 } from "../config.js";
 import type { FilterNode } from "../retrieve/filter.js";
 import type { Chunk, DocumentMetadata } from "../types.js";
-import type { Db } from "./database.js";
+import { type Db, statementCache } from "./database.js";
 import { catalogField, compileSqliteFilter } from "./filter-sql.js";
 
 /** The chunks of a KB a filter lets through (see {@link Catalog.filterChunks}). */
@@ -79,23 +79,15 @@ export interface KbCounts {
  * one document happen in one transaction (see `ingest/pipeline.ts`).
  */
 export class Catalog {
-  /** Prepared statements by SQL text: preparing costs more than running a small statement. */
-  private readonly statements = new Map<string, Statement>();
-
-  constructor(readonly db: Db) {}
-
-  /** The prepared statement for `sql`, prepared once per catalog. */
-  private prepare(sql: string): Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
+  /** The prepared statement for an SQL text, prepared once per catalog. */
+  private readonly prepare: (sql: string) => Statement;
 
   /** Recent {@link filterChunks} answers per KB, valid for one data version. */
   private readonly filterCache = new Map<string, { version: string; result: FilteredChunks }>();
+
+  constructor(readonly db: Db) {
+    this.prepare = statementCache(db);
+  }
 
   /**
    * The chunks of knowledge base `kb` that match a filter (see `retrieve/filter.ts`), from

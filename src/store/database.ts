@@ -331,6 +331,22 @@ function convertPostings(db: Db): void {
   db.exec("DROP TABLE postings");
 }
 
+/**
+ * A function returning the prepared statement for an SQL text, prepared once per
+ * connection (preparing costs more than running a small statement).
+ */
+export function statementCache(db: Db): (sql: string) => Database.Statement {
+  const statements = new Map<string, Database.Statement>();
+  return (sql) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+}
+
 /** Stores a Float32Array as a little-endian BLOB (the layout sqlite-vec reads). */
 export function vectorToBlob(vector: Float32Array): Buffer {
   return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);

@@ -11,7 +11,7 @@ import type {
   VectorSearchOptions,
   VectorStore,
 } from "./contract.js";
-import { blobToVector, type Db, vectorToBlob } from "./database.js";
+import { blobToVector, type Db, statementCache, vectorToBlob } from "./database.js";
 import { compileSqliteFilter, payloadField } from "./filter-sql.js";
 
 /** Options of {@link SqliteVectorStore}. */
@@ -37,18 +37,8 @@ export interface SqliteVectorStoreOptions {
  * catalog writes in one SQLite transaction. The async methods run synchronously.
  */
 export class SqliteVectorStore implements VectorStore {
-  /** Prepared statements by SQL text (search prepares its query on every call otherwise). */
-  private readonly statements = new Map<string, Statement>();
-
-  /** The prepared statement for `sql`, prepared once per store. */
-  private prepare(sql: string): Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
+  /** The prepared statement for an SQL text, prepared once per store (search runs one per call). */
+  private readonly prepare: (sql: string) => Statement;
 
   readonly kind = "sqlite";
 
@@ -59,6 +49,7 @@ export class SqliteVectorStore implements VectorStore {
     private readonly db: Db,
     options: SqliteVectorStoreOptions = {},
   ) {
+    this.prepare = statementCache(db);
     ensureAnnSchema(db);
     this.ann = options.ann === false ? undefined : new AnnIndexes(db, options.ann);
   }
