@@ -70,12 +70,20 @@ export function createEmbedder(config: EmbeddingProviderConfig, runtime: Embedde
           `embedding dimension ${config.dimension} is not available for provider "bundled" (use-lite is ${BUNDLED_DIMENSION}-d)`,
         );
       }
-      const { batchSize, longText } = config;
+      const { batchSize, longText, runtime: engine, threads } = config;
       const offThread = runtime.offThread === true;
       const workers = config.workers ?? (offThread ? 1 : undefined);
       return lazyEmbedder("bundled", "use-lite", BUNDLED_DIMENSION, async () => {
         const { BundledEmbedder } = await import("./bundled.js");
-        return new BundledEmbedder({ batchSize, longText, workers, offThread, lane: runtime.lane });
+        return new BundledEmbedder({
+          batchSize,
+          longText,
+          workers,
+          offThread,
+          lane: runtime.lane,
+          runtime: engine,
+          threads,
+        });
       });
     }
     case "local": {

@@ -139,8 +139,9 @@ export function pipelineHash(config: KnowledgeBaseConfig): string {
 
 /**
  * The embedding settings that change vectors: without the API key, batch size,
- * timeouts, retries and worker counts, so rotating a key or tuning throughput does
- * not re-ingest a KB.
+ * timeouts, retries, worker and thread counts and the bundled model's runtime
+ * (onnxruntime and TF.js give the same vectors), so rotating a key or tuning
+ * throughput does not re-ingest a KB.
  */
 export function embeddingIdentity(embedding: KnowledgeBaseConfig["embedding"]): Record<string, unknown> {
   const {
@@ -150,6 +151,7 @@ export function embeddingIdentity(embedding: KnowledgeBaseConfig["embedding"]): 
     maxRetries: _r,
     workers: _w,
     threads: _th,
+    runtime: _rt,
     ...rest
   } = embedding as unknown as Record<string, unknown>;
   return rest;
