@@ -14,15 +14,47 @@ import { collectionOf, describeStore } from "../store/index.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 
 /**
+ * One line of ingest progress: sources read and chunked, chunks embedded,
+ * chunks per second since the run started, and the time left, extrapolated
+ * from the sources done so far (e.g. `120/5183 sources · 340 chunks · 95.0 chunks/s · eta 53s`).
+ */
+export function ingestStatus(s: { done: number; total: number; chunks: number; elapsedMs: number }): string {
+  const parts = [`${s.done}/${s.total} sources`, `${s.chunks} chunks`];
+  if (s.elapsedMs > 0 && s.chunks > 0) parts.push(`${(s.chunks / (s.elapsedMs / 1000)).toFixed(1)} chunks/s`);
+  if (s.done > 0 && s.done < s.total) {
+    parts.push(`eta ${formatSeconds((s.elapsedMs * (s.total - s.done)) / s.done / 1000)}`);
+  }
+  return parts.join(" · ");
+}
+
+/** A duration as `42s`, `3m05s` or `2h07m`. */
+export function formatSeconds(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+/**
  * Renders progress on stderr: a bar on a terminal; otherwise (logs, CI) one
- * plain line at most every 10 seconds; nothing when `mode` is `off`.
+ * plain line at most every 10 seconds; nothing when `mode` is `off`. During
+ * an ingest both show the chunks embedded so far, chunks/s and an ETA.
  */
 export class ProgressReporter {
   private bar: cliProgress.SingleBar | undefined;
   private label = "";
-  private lastLine = 0;
+  private lastLine = Number.NEGATIVE_INFINITY;
+  /** When the ingest started (its first event), for chunks/s. */
+  private startedAt = 0;
+  private chunks = 0;
+  private sources = { done: 0, total: 0 };
 
-  constructor(private readonly mode: "bar" | "lines" | "off") {}
+  /** @param now clock in ms (tests pass their own). */
+  constructor(
+    private readonly mode: "bar" | "lines" | "off",
+    private readonly now: () => number = Date.now,
+    private readonly write: (line: string) => void = (line) => process.stderr.write(line),
+  ) {}
 
   /** Picks `bar` on a TTY, `lines` otherwise, `off` when `quiet`. */
   static forStderr(quiet: boolean): ProgressReporter {
@@ -37,25 +69,35 @@ export class ProgressReporter {
       | { phase: "vectors"; label: string; done: number; total: number },
   ): void {
     if (this.mode === "off") return;
+    if (event.phase === "discovered" || event.phase === "source" || event.phase === "embedded") {
+      if (this.startedAt === 0) this.startedAt = this.now();
+      if (event.phase === "discovered") this.sources = { done: 0, total: event.total };
+      if (event.phase === "source") this.sources = { done: event.done, total: event.total };
+      if (event.phase === "embedded") this.chunks = event.chunks;
+    }
     if (this.mode === "lines") {
       if (event.phase === "discovered") return;
-      const now = Date.now();
-      if (now - this.lastLine < 10_000 && event.done !== event.total) return;
+      const now = this.now();
+      const last = event.phase !== "embedded" && event.done === event.total;
+      if (now - this.lastLine < 10_000 && !last) return;
       this.lastLine = now;
-      const what =
-        event.phase === "query"
-          ? `eval ${event.mode}`
-          : event.phase === "vectors"
-            ? event.label
-            : event.phase;
-      process.stderr.write(`${what}: ${event.done}/${event.total}\n`);
+      if (event.phase === "source" || event.phase === "embedded") {
+        this.write(
+          `ingest: ${ingestStatus({ ...this.sources, chunks: this.chunks, elapsedMs: now - this.startedAt })}\n`,
+        );
+        return;
+      }
+      const what = event.phase === "query" ? `eval ${event.mode}` : event.label;
+      this.write(`${what}: ${event.done}/${event.total}\n`);
       return;
     }
     if (event.phase === "discovered") {
       this.start("ingest", event.total);
     } else if (event.phase === "source") {
       if (!this.bar) this.start("ingest", event.total);
-      this.bar?.update(event.done, { item: shorten(displayName(event.path)) });
+      this.bar?.update(event.done, { item: shorten(displayName(event.path)), ...this.rate() });
+    } else if (event.phase === "embedded") {
+      this.bar?.update(this.rate());
     } else if (event.phase === "vectors") {
       if (this.label !== event.label) this.start(event.label, event.total);
       this.bar?.update(event.done, { item: "" });
@@ -73,19 +115,26 @@ export class ProgressReporter {
     this.label = "";
   }
 
+  /** The bar's chunk payload: chunks embedded and chunks/s so far. */
+  private rate(): { chunks: number; rate: string } {
+    const seconds = (this.now() - this.startedAt) / 1000;
+    return { chunks: this.chunks, rate: seconds > 0 ? (this.chunks / seconds).toFixed(1) : "0.0" };
+  }
+
   private start(label: string, total: number): void {
     this.stop();
     this.label = label;
+    const chunks = label === "ingest" ? " | {chunks} chunks, {rate} chunks/s" : "";
     this.bar = new cliProgress.SingleBar(
       {
-        format: `${label} [{bar}] {value}/{total} {percentage}% eta {eta_formatted} {item}`,
+        format: `${label} [{bar}] {value}/{total} {percentage}%${chunks} | eta {eta_formatted} {item}`,
         stream: process.stderr,
         clearOnComplete: true,
         hideCursor: true,
       },
       cliProgress.Presets.shades_classic,
     );
-    this.bar.start(total, 0, { item: "" });
+    this.bar.start(total, 0, { item: "", chunks: this.chunks, rate: "0.0" });
   }
 }
 

@@ -70,10 +70,16 @@ export interface IngestSummary {
   stopped?: boolean;
 }
 
-/** Progress events for a progress bar. */
+/**
+ * Progress events for a progress bar: sources found, each source read and
+ * chunked (`done` of `total`), and chunks embedded so far in this run
+ * (`chunks`, cumulative: computed, cached and reused vectors alike; sent as
+ * embedding batches complete, so a bar can show chunks/s).
+ */
 export type IngestProgress =
   | { phase: "discovered"; total: number }
-  | { phase: "source"; done: number; total: number; path: string };
+  | { phase: "source"; done: number; total: number; path: string }
+  | { phase: "embedded"; chunks: number };
 
 /** Everything ingest writes to. */
 export interface IngestContext {
@@ -361,6 +367,8 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 
   let pending: PreparedUnit[] = [];
   let pendingChunks = 0;
+  /** Chunks embedded by the model or the cache in this run (for progress). */
+  let embeddedChunks = 0;
   let stopped = false;
   // After the vector store fails once, the rest of the run stops embedding: its sources are
   // stored for keyword search (not embedded) and are embedded by the next ingest.
@@ -375,6 +383,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       return;
     }
     const embedNow = embed && store.failure === undefined;
+    const reusedBefore = summary.embedded.reused;
     if (embedNow && ctx.embedder) {
       // Chunks that carry a usable vector (embedding_semantic) are not embedded again.
       const embedder = ctx.embedder;
@@ -389,7 +398,12 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
           }),
         );
       }
-      const computed = await embedder.embedTexts(texts);
+      // Reused vectors count at once; the others as the embedder's batches complete.
+      const base = embeddedChunks + (summary.embedded.reused - reusedBefore);
+      const computed = await embedder.embedTexts(texts, (doneTexts) =>
+        ctx.onProgress?.({ phase: "embedded", chunks: base + doneTexts }),
+      );
+      embeddedChunks = base + texts.length;
       let k = 0;
       for (const p of pending) {
         const vectors = p.vectors ?? [];
