@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { formatSeconds, ingestStatus, ProgressReporter } from "../src/cli/format.js";
+import { formatSeconds, ingestEstimate, ingestStatus, ProgressReporter } from "../src/cli/format.js";
 import { CachedEmbedder } from "../src/embed/cache.js";
 import type { Embedder } from "../src/embed/contract.js";
 import type { IngestProgress } from "../src/ingest/pipeline.js";
@@ -8,17 +8,27 @@ import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { tempDir } from "./helpers.js";
 
 describe("ingest progress line", () => {
-  it("shows sources, chunks, chunks/s and an ETA extrapolated from the sources done", () => {
-    expect(ingestStatus({ done: 120, total: 480, chunks: 300, elapsedMs: 4000 })).toBe(
-      "120/480 sources · 300 chunks · 75.0 chunks/s · eta 12s",
+  it("shows sources, chunks made and embedded, chunks/s and an ETA", () => {
+    // 120 of 480 sources chunked into 300 chunks (2.5 per source → ~1,200 in all), 240 embedded in 4 s:
+    // a fifth of the work, so 16 s left.
+    expect(ingestStatus({ done: 120, total: 480, chunked: 300, embedded: 240, elapsedMs: 4000 })).toBe(
+      "120/480 sources · 300 chunks, 240 embedded · 60.0 chunks/s · eta 16s",
     );
-    // No rate before the first chunk, no ETA once done.
-    expect(ingestStatus({ done: 3, total: 10, chunks: 0, elapsedMs: 1000 })).toBe(
-      "3/10 sources · 0 chunks · eta 2s",
+    // Every source chunked but most chunks still to embed: the ETA follows the chunks.
+    expect(ingestStatus({ done: 10, total: 10, chunked: 100, embedded: 25, elapsedMs: 5000 })).toBe(
+      "10/10 sources · 100 chunks, 25 embedded · 5.0 chunks/s · eta 15s",
     );
-    expect(ingestStatus({ done: 10, total: 10, chunks: 25, elapsedMs: 5000 })).toBe(
-      "10/10 sources · 25 chunks · 5.0 chunks/s",
+    // Nothing embedded (yet, or --no-embed): counted in sources.
+    expect(ingestStatus({ done: 3, total: 10, chunked: 6, embedded: undefined, elapsedMs: 1000 })).toBe(
+      "3/10 sources · 6 chunks · eta 2s",
     );
+    expect(ingestStatus({ done: 10, total: 10, chunked: 25, embedded: 25, elapsedMs: 5000 })).toBe(
+      "10/10 sources · 25 chunks, 25 embedded · 5.0 chunks/s",
+    );
+    expect(ingestEstimate({ done: 0, total: 10, chunked: 0, embedded: undefined, elapsedMs: 1000 })).toEqual({
+      fraction: 0,
+      etaSeconds: undefined,
+    });
   });
 
   it("formats durations as seconds, minutes or hours", () => {
@@ -37,16 +47,18 @@ describe("ingest progress line", () => {
     );
     reporter.update({ phase: "discovered", total: 4 });
     now += 2_000;
-    reporter.update({ phase: "source", done: 1, total: 4, path: "/a" }); // first line
+    reporter.update({ phase: "source", done: 1, total: 4, path: "/a", chunks: 300 }); // first line
     now += 3_000;
     reporter.update({ phase: "embedded", chunks: 100 }); // within 10 s: silent
     now += 10_000;
-    reporter.update({ phase: "embedded", chunks: 600 });
-    reporter.update({ phase: "source", done: 4, total: 4, path: "/d" }); // last source: always
+    reporter.update({ phase: "embedded", chunks: 300 });
+    reporter.update({ phase: "source", done: 4, total: 4, path: "/d", chunks: 1200 }); // within 10 s: silent
+    now += 30_000;
+    reporter.update({ phase: "embedded", chunks: 1200 }); // the end: always
     expect(lines).toEqual([
-      "ingest: 1/4 sources · 0 chunks · eta 6s\n",
-      "ingest: 1/4 sources · 600 chunks · 40.0 chunks/s · eta 45s\n",
-      "ingest: 4/4 sources · 600 chunks · 40.0 chunks/s\n",
+      "ingest: 1/4 sources · 300 chunks · eta 6s\n",
+      "ingest: 1/4 sources · 300 chunks, 300 embedded · 20.0 chunks/s · eta 45s\n",
+      "ingest: 4/4 sources · 1200 chunks, 1200 embedded · 26.7 chunks/s\n",
     ]);
   });
 });

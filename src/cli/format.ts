@@ -13,17 +13,46 @@ import type { KbCounts, KbRecord } from "../store/catalog.js";
 import { collectionOf, describeStore } from "../store/index.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 
+/** What an ingest progress display knows: sources chunked, chunks made and embedded, time spent. */
+export interface IngestState {
+  /** Sources read and chunked, of `total`. */
+  done: number;
+  total: number;
+  /** Chunks made so far. */
+  chunked: number;
+  /** Chunks embedded so far; undefined while no embedding has been reported (e.g. `--no-embed`). */
+  embedded: number | undefined;
+  elapsedMs: number;
+}
+
+/**
+ * How far an ingest is, in [0, 1], and the seconds left (undefined before
+ * there is anything to extrapolate from). While chunks are being embedded, the
+ * work is counted in chunks: the total is estimated from the chunks per source
+ * so far, since embedding is most of the time; otherwise in sources.
+ */
+export function ingestEstimate(s: IngestState): { fraction: number; etaSeconds: number | undefined } {
+  let fraction = s.total > 0 ? s.done / s.total : 1;
+  if (s.embedded !== undefined && s.done > 0 && s.chunked > 0) {
+    const estimatedChunks = Math.max(s.chunked, (s.chunked / s.done) * s.total);
+    fraction = Math.min(fraction, s.embedded / estimatedChunks);
+  }
+  if (fraction <= 0) return { fraction: 0, etaSeconds: undefined };
+  return { fraction, etaSeconds: ((s.elapsedMs / 1000) * (1 - fraction)) / fraction };
+}
+
 /**
  * One line of ingest progress: sources read and chunked, chunks embedded,
- * chunks per second since the run started, and the time left, extrapolated
- * from the sources done so far (e.g. `120/5183 sources · 340 chunks · 95.0 chunks/s · eta 53s`).
+ * chunks per second since the run started, and the time left (see
+ * {@link ingestEstimate}; left out when `eta` is false), e.g. `120/5183 sources · 180 chunks, 160 embedded · 95.0 chunks/s · eta 53s`.
  */
-export function ingestStatus(s: { done: number; total: number; chunks: number; elapsedMs: number }): string {
-  const parts = [`${s.done}/${s.total} sources`, `${s.chunks} chunks`];
-  if (s.elapsedMs > 0 && s.chunks > 0) parts.push(`${(s.chunks / (s.elapsedMs / 1000)).toFixed(1)} chunks/s`);
-  if (s.done > 0 && s.done < s.total) {
-    parts.push(`eta ${formatSeconds((s.elapsedMs * (s.total - s.done)) / s.done / 1000)}`);
-  }
+export function ingestStatus(s: IngestState, eta = true): string {
+  const parts = [`${s.done}/${s.total} sources`];
+  if (s.embedded === undefined) parts.push(`${s.chunked} chunks`);
+  else parts.push(`${s.chunked} chunks, ${s.embedded} embedded`);
+  if (s.embedded && s.elapsedMs > 0) parts.push(`${(s.embedded / (s.elapsedMs / 1000)).toFixed(1)} chunks/s`);
+  const { fraction, etaSeconds } = ingestEstimate(s);
+  if (eta && etaSeconds !== undefined && fraction < 1) parts.push(`eta ${formatSeconds(etaSeconds)}`);
   return parts.join(" · ");
 }
 
@@ -34,6 +63,9 @@ export function formatSeconds(seconds: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
+
+/** Steps of the ingest bar (its value is a fraction of the work, see {@link ingestEstimate}). */
+const INGEST_STEPS = 1000;
 
 /**
  * Renders progress on stderr: a bar on a terminal; otherwise (logs, CI) one
@@ -46,8 +78,7 @@ export class ProgressReporter {
   private lastLine = Number.NEGATIVE_INFINITY;
   /** When the ingest started (its first event), for chunks/s. */
   private startedAt = 0;
-  private chunks = 0;
-  private sources = { done: 0, total: 0 };
+  private ingest: Omit<IngestState, "elapsedMs"> = { done: 0, total: 0, chunked: 0, embedded: undefined };
 
   /** @param now clock in ms (tests pass their own). */
   constructor(
@@ -71,20 +102,22 @@ export class ProgressReporter {
     if (this.mode === "off") return;
     if (event.phase === "discovered" || event.phase === "source" || event.phase === "embedded") {
       if (this.startedAt === 0) this.startedAt = this.now();
-      if (event.phase === "discovered") this.sources = { done: 0, total: event.total };
-      if (event.phase === "source") this.sources = { done: event.done, total: event.total };
-      if (event.phase === "embedded") this.chunks = event.chunks;
+      if (event.phase === "discovered")
+        this.ingest = { done: 0, total: event.total, chunked: 0, embedded: undefined };
+      if (event.phase === "source") {
+        this.ingest = { ...this.ingest, done: event.done, total: event.total, chunked: event.chunks ?? 0 };
+      }
+      if (event.phase === "embedded") this.ingest = { ...this.ingest, embedded: event.chunks };
     }
     if (this.mode === "lines") {
       if (event.phase === "discovered") return;
       const now = this.now();
-      const last = event.phase !== "embedded" && event.done === event.total;
+      const last =
+        event.phase === "source" || event.phase === "embedded" ? this.finished() : event.done === event.total;
       if (now - this.lastLine < 10_000 && !last) return;
       this.lastLine = now;
       if (event.phase === "source" || event.phase === "embedded") {
-        this.write(
-          `ingest: ${ingestStatus({ ...this.sources, chunks: this.chunks, elapsedMs: now - this.startedAt })}\n`,
-        );
+        this.write(`ingest: ${ingestStatus(this.state())}\n`);
         return;
       }
       const what = event.phase === "query" ? `eval ${event.mode}` : event.label;
@@ -92,12 +125,17 @@ export class ProgressReporter {
       return;
     }
     if (event.phase === "discovered") {
-      this.start("ingest", event.total);
-    } else if (event.phase === "source") {
-      if (!this.bar) this.start("ingest", event.total);
-      this.bar?.update(event.done, { item: shorten(displayName(event.path)), ...this.rate() });
-    } else if (event.phase === "embedded") {
-      this.bar?.update(this.rate());
+      this.start("ingest", INGEST_STEPS);
+    } else if (event.phase === "source" || event.phase === "embedded") {
+      if (!this.bar) this.start("ingest", INGEST_STEPS);
+      const item = event.phase === "source" ? { item: shorten(displayName(event.path)) } : {};
+      const state = this.state();
+      const { fraction, etaSeconds } = ingestEstimate(state);
+      this.bar?.update(Math.round(fraction * INGEST_STEPS), {
+        ...item,
+        status: ingestStatus(state, false),
+        left: etaSeconds === undefined ? "-" : formatSeconds(etaSeconds),
+      });
     } else if (event.phase === "vectors") {
       if (this.label !== event.label) this.start(event.label, event.total);
       this.bar?.update(event.done, { item: "" });
@@ -115,26 +153,34 @@ export class ProgressReporter {
     this.label = "";
   }
 
-  /** The bar's chunk payload: chunks embedded and chunks/s so far. */
-  private rate(): { chunks: number; rate: string } {
-    const seconds = (this.now() - this.startedAt) / 1000;
-    return { chunks: this.chunks, rate: seconds > 0 ? (this.chunks / seconds).toFixed(1) : "0.0" };
+  /** The ingest so far. */
+  private state(): IngestState {
+    return { ...this.ingest, elapsedMs: this.now() - this.startedAt };
+  }
+
+  /** Every source chunked and every chunk made embedded (or nothing to embed). */
+  private finished(): boolean {
+    const s = this.ingest;
+    return s.done === s.total && (s.embedded === undefined || s.embedded >= s.chunked);
   }
 
   private start(label: string, total: number): void {
     this.stop();
     this.label = label;
-    const chunks = label === "ingest" ? " | {chunks} chunks, {rate} chunks/s" : "";
     this.bar = new cliProgress.SingleBar(
       {
-        format: `${label} [{bar}] {value}/{total} {percentage}%${chunks} | eta {eta_formatted} {item}`,
+        // The ingest bar counts its own progress (chunks while embedding) and ETA; see ingestEstimate.
+        format:
+          label === "ingest"
+            ? `${label} [{bar}] {percentage}% | {status} | eta {left} {item}`
+            : `${label} [{bar}] {value}/{total} {percentage}% | eta {eta_formatted} {item}`,
         stream: process.stderr,
         clearOnComplete: true,
         hideCursor: true,
       },
       cliProgress.Presets.shades_classic,
     );
-    this.bar.start(total, 0, { item: "", chunks: this.chunks, rate: "0.0" });
+    this.bar.start(total, 0, { item: "", status: "", left: "-" });
   }
 }
 

@@ -71,14 +71,15 @@ export interface IngestSummary {
 }
 
 /**
- * Progress events for a progress bar: sources found, each source read and
- * chunked (`done` of `total`), and chunks embedded so far in this run
- * (`chunks`, cumulative: computed, cached and reused vectors alike; sent as
- * embedding batches complete, so a bar can show chunks/s).
+ * Progress events for a progress bar: sources found; each source read and
+ * chunked (`done` of `total`; `chunks`: chunks made so far in this run); and
+ * chunks embedded so far in this run (`embedded` events, cumulative: computed,
+ * cached and reused vectors alike, sent as embedding batches complete, so a
+ * bar can show chunks/s and an ETA).
  */
 export type IngestProgress =
   | { phase: "discovered"; total: number }
-  | { phase: "source"; done: number; total: number; path: string }
+  | { phase: "source"; done: number; total: number; path: string; chunks?: number }
   | { phase: "embedded"; chunks: number };
 
 /** Everything ingest writes to. */
@@ -367,7 +368,8 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 
   let pending: PreparedUnit[] = [];
   let pendingChunks = 0;
-  /** Chunks embedded by the model or the cache in this run (for progress). */
+  /** Chunks made, and embedded by the model or the cache, in this run (for progress). */
+  let chunkedTotal = 0;
   let embeddedChunks = 0;
   let stopped = false;
   // After the vector store fails once, the rest of the run stops embedding: its sources are
@@ -452,6 +454,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
           const chunks = await chunker.chunk(doc);
           prepared.docs.push({ doc, chunks });
           pendingChunks += chunks.length;
+          chunkedTotal += chunks.length;
           const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
           if (fallback) {
             summary.warnings.push({
@@ -471,7 +474,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       if (pendingChunks >= FLUSH_CHUNKS) await flush();
     }
     done++;
-    ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path });
+    ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path, chunks: chunkedTotal });
   }
   await flush();
   if (stopped) {
