@@ -170,6 +170,11 @@ async function runChild(route: string): Promise<void> {
       "tfjs-1thread": { runtime: "tfjs", workers: 0 },
       "tfjs-truncate": { runtime: "tfjs", workers: 2, longText: "truncate" },
       onnx: { runtime: "onnx", workers: 2, threads: 1 },
+      "onnx-b32": { runtime: "onnx", workers: 2, threads: 1, batchSize: 32 },
+      "onnx-b16": { runtime: "onnx", workers: 2, threads: 1, batchSize: 16 },
+      "onnx-b8": { runtime: "onnx", workers: 2, threads: 1, batchSize: 8 },
+      "onnx-b4": { runtime: "onnx", workers: 2, threads: 1, batchSize: 4 },
+      "onnx-1x2-b8": { runtime: "onnx", workers: 1, threads: 2, offThread: true, batchSize: 8 },
       "onnx-1x2": { runtime: "onnx", workers: 1, threads: 2, offThread: true },
       "onnx-truncate": { runtime: "onnx", workers: 2, longText: "truncate" },
     };
