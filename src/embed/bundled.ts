@@ -38,8 +38,12 @@ import { type UseRuntime, UseWorkerPool } from "./worker-pool.js";
 
 /** Length of every USE-lite vector. */
 const DIMENSION = 512;
-/** Texts per model call unless the caller says otherwise. */
-const DEFAULT_BATCH_SIZE = 32;
+/**
+ * Windows per model call unless the caller says otherwise: 8 on onnxruntime
+ * (per window, batches of 4-8 ran ~25% faster than 32 on 2 cores: a batch's
+ * activations then stay in cache), 32 on TF.js wasm (flat from 32 to 64).
+ */
+const DEFAULT_BATCH_SIZE = { onnx: 8, tfjs: 32 } as const;
 /** What a text without tokens (only `""`) is embedded as: the graph needs at least one token per text. */
 const EMPTY_TEXT_STANDIN = " ";
 
@@ -281,8 +285,8 @@ export type BundledRuntime = "onnx" | "tfjs";
 /** Options for {@link BundledEmbedder}. */
 export interface BundledEmbedderOptions {
   /**
-   * Windows per model call, an integer >= 1. Default 32. Larger batches amortise
-   * per-call overhead; measured throughput is flat from 32 to 64.
+   * Windows per model call, an integer >= 1. Default 8 on onnxruntime (smaller
+   * batches stay in cache), 32 on TF.js (flat from 32 to 64 there).
    */
   batchSize?: number;
   /**
@@ -403,7 +407,11 @@ export class BundledEmbedder implements Embedder {
    *   `threads` not an integer >= 1 or `runtime` unknown.
    */
   constructor(options: BundledEmbedderOptions = {}) {
-    const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+    const runtime = options.runtime ?? "onnx";
+    if (runtime !== "onnx" && runtime !== "tfjs") {
+      throw new ConfigError(`bundled embedding runtime must be "onnx" or "tfjs", got ${String(runtime)}`);
+    }
+    const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE[runtime];
     if (!Number.isInteger(batchSize) || batchSize < 1) {
       throw new ConfigError(`embedding batch size must be an integer >= 1, got ${batchSize}`);
     }
@@ -419,10 +427,6 @@ export class BundledEmbedder implements Embedder {
     const threads = options.threads ?? 1;
     if (!Number.isInteger(threads) || threads < 1) {
       throw new ConfigError(`embedding threads must be an integer >= 1, got ${threads}`);
-    }
-    const runtime = options.runtime ?? "onnx";
-    if (runtime !== "onnx" && runtime !== "tfjs") {
-      throw new ConfigError(`bundled embedding runtime must be "onnx" or "tfjs", got ${String(runtime)}`);
     }
     this.runtime = runtime === "onnx" ? { kind: "onnx", threads } : { kind: "tfjs" };
   }

@@ -61,7 +61,8 @@ export interface PrefixConfig {
 
 /**
  * The offline default: Universal Sentence Encoder lite shipped in an npm
- * package (512-d). `model` must be `use-lite`. Default `batchSize` 32.
+ * package (512-d). `model` must be `use-lite`. Default `batchSize` (128-token
+ * windows per model call) 8 on the `onnx` runtime, 32 on `tfjs`.
  */
 export interface BundledConfig extends CommonEmbeddingConfig {
   provider: "bundled";
