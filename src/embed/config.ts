@@ -61,8 +61,7 @@ export interface PrefixConfig {
 
 /**
  * The offline default: Universal Sentence Encoder lite shipped in an npm
- * package (512-d). `model` must be `use-lite`. Default `batchSize` (128-token
- * windows per model call) 8 on the `onnx` runtime, 32 on `tfjs`.
+ * package (512-d). `model` must be `use-lite`. Default `batchSize` 32.
  */
 export interface BundledConfig extends CommonEmbeddingConfig {
   provider: "bundled";
