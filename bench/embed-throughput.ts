@@ -25,6 +25,7 @@
  * - `onnx` (the default now): the same graph on onnxruntime-node, 2 workers of 1 thread.
  * - `onnx-1x2`: onnxruntime, 1 worker of 2 intra-op threads.
  * - `onnx-truncate`: onnxruntime, first 128-token window only.
+ * - `onnx-int8`, `onnx-int8-truncate`: model `use-lite-int8` (7-bit weights), all windows / the first.
  * - `ingest-reference`, `ingest`: the whole `kl ingest` path (KnowledgeLayer.ingestDocuments
  *   into a fresh data directory, cold embedding cache) with runtime `tfjs` and the default.
  *
@@ -177,6 +178,8 @@ async function runChild(route: string): Promise<void> {
       "onnx-1x2-b8": { runtime: "onnx", workers: 1, threads: 2, offThread: true, batchSize: 8 },
       "onnx-1x2": { runtime: "onnx", workers: 1, threads: 2, offThread: true },
       "onnx-truncate": { runtime: "onnx", workers: 2, longText: "truncate" },
+      "onnx-int8": { runtime: "onnx", workers: 2, model: "use-lite-int8" },
+      "onnx-int8-truncate": { runtime: "onnx", workers: 2, model: "use-lite-int8", longText: "truncate" },
     };
     if (!(route in options)) throw new Error(`unknown route ${route}`);
     const embedder = new BundledEmbedder(options[route]);

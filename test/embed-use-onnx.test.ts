@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { BundledEmbedder, dedupeWindows, padBatch } from "../src/embed/bundled.js";
+import { createEmbedder } from "../src/embed/index.js";
 import { encodeOnnxModel, OnnxType } from "../src/embed/onnx-writer.js";
 import { onnxRuntimePath, readUseWeights, useModelJsonPath } from "../src/embed/use-onnx.js";
 
@@ -142,5 +143,34 @@ describe("window batching", () => {
     const alone = await embedder.embedQuery(`${long} Mitochondria produce ATP.`);
     expect([...(y as Float32Array)]).toEqual([...(x as Float32Array)]);
     expect(cosine(z as Float32Array, alone)).toBeGreaterThan(0.99999);
+  });
+});
+
+describe("use-lite-int8", () => {
+  it("has a model id of its own and vectors within cosine 0.99 of use-lite", async () => {
+    const int8 = new BundledEmbedder({ model: "use-lite-int8", workers: 0 });
+    const fp32 = new BundledEmbedder({ workers: 0 });
+    expect(int8.modelId).toBe("use-lite-int8");
+    expect(fp32.modelId).toBe("use-lite");
+    const [a, b] = [await int8.embedTexts(TEXTS), await fp32.embedTexts(TEXTS)];
+    TEXTS.forEach((text, i) => {
+      const c = cosine(a[i] as Float32Array, b[i] as Float32Array);
+      expect(c, JSON.stringify(text)).toBeGreaterThan(0.99);
+      expect(c, JSON.stringify(text)).toBeLessThan(0.99999); // really other vectors: a cache of their own
+    });
+  });
+
+  it("is refused on the TF.js runtime and as an unknown bundled model", () => {
+    expect(() => new BundledEmbedder({ model: "use-lite-int8", runtime: "tfjs" })).toThrow(
+      /onnxruntime only/,
+    );
+    expect(() => new BundledEmbedder({ model: "use-lite-q4" as never })).toThrow(/use-lite, use-lite-int8/);
+    expect(() => createEmbedder({ provider: "bundled", model: "use-lite-int8", runtime: "tfjs" })).toThrow(
+      /onnxruntime only/,
+    );
+    expect(() => createEmbedder({ provider: "bundled", model: "use-lite-q4" })).toThrow(
+      /"use-lite" or "use-lite-int8"/,
+    );
+    expect(createEmbedder({ provider: "bundled", model: "use-lite-int8" }).modelId).toBe("use-lite-int8");
   });
 });

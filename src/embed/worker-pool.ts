@@ -8,7 +8,7 @@ import { onnxRuntimePath, useLiteOnnx } from "./use-onnx.js";
  * ONNX graph of ./use-onnx.ts (`threads` intra-op threads per worker), or the
  * TF.js wasm backend of `@energetic-ai/core` (the reference implementation).
  */
-export type UseRuntime = { kind: "onnx"; threads: number } | { kind: "tfjs" };
+export type UseRuntime = { kind: "onnx"; threads: number; int8?: boolean } | { kind: "tfjs" };
 
 /**
  * Windows per onnxruntime call: a message's batch is run this many rows at a
@@ -137,7 +137,7 @@ export class UseWorkerPool {
         if (runtime.kind === "onnx") {
           return {
             ort: onnxRuntimePath(),
-            model: useLiteOnnx(),
+            model: useLiteOnnx({ int8: runtime.int8 === true }),
             threads: runtime.threads,
             rows: ONNX_RUN_ROWS,
           };
