@@ -9,7 +9,9 @@
  *
  * Runtimes (same weights, same vectors: cosine 1.000000 on SciFact windows):
  * - `onnx` (default): the graph rebuilt as ONNX in memory (./use-onnx.ts) on
- *   onnxruntime-node — native kernels, ~5x the TF.js wasm backend per core;
+ *   onnxruntime-node — native kernels: per window on one quiet core ~50
+ *   windows/s against TF.js' ~36, and 3.9x the TF.js path end to end in a
+ *   loaded 2-core run (bench/embed-throughput.ts);
  * - `tfjs`: TF.js' wasm backend bundled in `@energetic-ai/core` (TF.js 4.5),
  *   the reference implementation. TF.js' wasm backend does not multi-thread
  *   under Node (`setThreadsCount` has no effect there).

