@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CachedEmbedder } from "../src/embed/cache.js";
 import type { Embedder } from "../src/embed/contract.js";
+import { createEmbedder } from "../src/embed/index.js";
 import { openDatabase } from "../src/store/database.js";
 import { tempDir } from "./helpers.js";
 
@@ -145,5 +146,29 @@ describe("CachedEmbedder slices", () => {
     const texts = Array.from({ length: 100 }, (_, i) => `u${i}`);
     await expect(new CachedEmbedder(inner, handle).embedTexts(texts)).rejects.toThrow("model failed 1");
     expect(calls).toBe(2);
+  });
+});
+
+describe("CachedEmbedder and the bundled models", () => {
+  it("keys use-lite and use-lite-int8 vectors apart, so a KB moved to int8 never reads fp32 vectors", async () => {
+    const handle = db();
+    const text = "Vitamin D deficiency is associated with fractures.";
+    const fp32 = new CachedEmbedder(
+      createEmbedder({ provider: "bundled", model: "use-lite", workers: 0 }),
+      handle,
+    );
+    const int8 = new CachedEmbedder(
+      createEmbedder({ provider: "bundled", model: "use-lite-int8", workers: 0 }),
+      handle,
+    );
+    const [a] = await fp32.embedTexts([text]);
+    const [b] = await int8.embedTexts([text]);
+    expect(int8.stats).toEqual({ hits: 0, misses: 1 }); // not served from use-lite's entry
+    const rows = handle.prepare("SELECT model FROM embedding_cache ORDER BY model").all() as {
+      model: string;
+    }[];
+    expect(rows.map((r) => r.model)).toEqual(["use-lite", "use-lite-int8"]);
+    expect(b).not.toEqual(a);
+    await Promise.all([fp32.close(), int8.close()]);
   });
 });
