@@ -23,6 +23,7 @@
  * - `tfjs-1thread`, `tfjs-truncate`: the TF.js path on the calling thread
  *   only, and with only the first 128-token window of each chunk.
  * - `onnx` (the default now): the same graph on onnxruntime-node, 2 workers of 1 thread.
+ * - `onnx-b4|b8|b16|b32`: the same with other batch sizes (onnxruntime runs 8 rows at a time).
  * - `onnx-1x2`: onnxruntime, 1 worker of 2 intra-op threads.
  * - `onnx-truncate`: onnxruntime, first 128-token window only.
  * - `onnx-int8`, `onnx-int8-truncate`: model `use-lite-int8` (7-bit weights), all windows / the first.
@@ -50,7 +51,8 @@ const { values: args } = parseArgs({
     queries: { type: "string", default: "100" },
     routes: {
       type: "string",
-      default: "reference,package,tfjs-truncate,onnx,onnx-1x2,onnx-truncate,ingest-reference,ingest",
+      default:
+        "reference,package,tfjs-truncate,onnx,onnx-1x2,onnx-truncate,onnx-int8,onnx-int8-truncate,ingest-reference,ingest",
     },
     child: { type: "string" },
     out: { type: "string" },
