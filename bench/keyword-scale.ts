@@ -1,9 +1,10 @@
 /**
  * Keyword (BM25) search latency at 10k / 100k chunks: the index as it is (kb_stats,
- * postings with field lengths, MaxScore top-k) against the per-query recount it replaced
- * (count/avg over every chunk row, posting lists joined back to chunks, every scored chunk
- * sorted), in the same run on the same database, alternating which runs first per query.
- * Also checks that both return the same top 10.
+ * block-compressed posting lists, MaxScore top-k) against the per-query recount over one row
+ * per posting that it replaced (count/avg over every chunk row, posting lists joined back to
+ * chunks, every scored chunk sorted; the bench writes that `postings` table itself), in the
+ * same run on the same database, alternating which runs first per query. Also checks that
+ * both return the same top 10, and prints the time and bytes each index layout takes.
  *
  * Chunks: SciFact and Cranfield documents (title as the title field) and ~1,200-character
  * pieces of the FastAPI docs and the Rust book from `../shared/data`, repeated with a
@@ -126,7 +127,12 @@ function build(db: Db, size: number): void {
     `INSERT INTO chunks (kb, document_id, chunk_index, total_chunks, chunk_type, start, end, text, metadata, token_count, title_token_count)
      VALUES ('bench', ?, 0, 1, 'text', 0, 0, ?, '{}', ?, ?)`,
   );
+  db.exec(`CREATE TABLE IF NOT EXISTS postings (kb TEXT NOT NULL, term TEXT NOT NULL, chunk_id INTEGER NOT NULL,
+    tf INTEGER NOT NULL, PRIMARY KEY (kb, term, chunk_id)) WITHOUT ROWID`);
+  const insertPosting = db.prepare("INSERT INTO postings (kb, term, chunk_id, tf) VALUES ('bench', ?, ?, ?)");
   const started = Date.now();
+  let blockMs = 0;
+  let rowMs = 0;
   const batch = 2000;
   for (let i = 0; i < size; i += batch) {
     db.transaction(() => {
@@ -141,11 +147,25 @@ function build(db: Db, size: number): void {
         const body = tokenize(text, options).length;
         const title = piece.title ? tokenize(piece.title, options).length : 0;
         const id = Number(insertChunk.run(doc, text, body, title).lastInsertRowid);
+        let t = performance.now();
         bm25.indexChunk("bench", id, text, "english", piece.title);
+        blockMs += performance.now() - t;
+        t = performance.now();
+        for (const [term, tf] of termFrequencies(tokenize(text, options))) insertPosting.run(term, id, tf);
+        if (piece.title)
+          for (const [term, tf] of termFrequencies(tokenize(piece.title, options)))
+            insertPosting.run(TITLE_FIELD_PREFIX + term, id, tf);
+        rowMs += performance.now() - t;
       }
     })();
   }
-  process.stderr.write(`  built ${size} chunks in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  const t = performance.now();
+  db.transaction(() => bm25.flush("bench"))();
+  blockMs += performance.now() - t;
+  process.stderr.write(
+    `  built ${size} chunks in ${((Date.now() - started) / 1000).toFixed(1)} s ` +
+      `(block index ${(blockMs / 1000).toFixed(1)} s incl. tokenizing, row postings ${(rowMs / 1000).toFixed(1)} s incl. tokenizing)\n`,
+  );
 }
 
 const pct = (xs: number[], p: number) => {
@@ -164,10 +184,24 @@ for (const size of String(values.sizes).split(",").map(Number)) {
       | number
       | undefined;
     if (have !== size) {
-      db.exec("DELETE FROM postings; DELETE FROM chunks; DELETE FROM documents;");
+      db.exec("DELETE FROM kw_blocks; DELETE FROM kw_terms; DELETE FROM kw_pending;");
+      db.exec("DROP TABLE IF EXISTS postings; DELETE FROM chunks; DELETE FROM documents;");
       build(db, size);
     }
     db.exec("ANALYZE");
+    const bytes = (names: string[]) =>
+      db
+        .prepare(
+          `SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN (${names.map(() => "?").join(",")})`,
+        )
+        .pluck()
+        .get(...names) as number;
+    const rowBytes = bytes(["postings"]);
+    const blockBytes = bytes(["kw_blocks", "kw_terms", "kw_pending"]);
+    process.stderr.write(
+      `  ${size} chunks: row postings ${(rowBytes / size).toFixed(0)} B/chunk, ` +
+        `blocks ${(blockBytes / size).toFixed(0)} B/chunk (${(rowBytes / blockBytes).toFixed(1)}× smaller)\n`,
+    );
     const bm25 = new Bm25Index(db);
     const params = { ...DEFAULT_BM25_PARAMS };
     for (const k of [10, 100]) {

@@ -59,6 +59,18 @@ export { createKnowledgeServer, serveHttp, serveStdio } from "./mcp/index.js";
 export { type Attribution, attribute, formatCitation } from "./retrieve/attribution.js";
 export { Bm25Index, bm25Idf, bm25TermScore, MemoryBm25Index } from "./retrieve/bm25.js";
 export { jaccard, removeNearDuplicates, tokenSet } from "./retrieve/dedupe.js";
+export {
+  andFilters,
+  type FieldCondition,
+  type FieldOperators,
+  type Filter,
+  FilterError,
+  type FilterNode,
+  type FilterScalar,
+  matchesFilter,
+  parseFilter,
+  parseFilterJson,
+} from "./retrieve/filter.js";
 export { normalizeScores, reciprocalRankFusion, weightedScoreFusion } from "./retrieve/fusion.js";
 export {
   feedbackVariants,

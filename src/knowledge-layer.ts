@@ -19,6 +19,7 @@ import { createEmbedder } from "./embed/index.js";
 import { ConfigError, KnowledgeLayerError } from "./errors.js";
 import type { ExtractOptions } from "./extract/contract.js";
 import {
+  checkUserMetadata,
   embeddingIdentity,
   type IngestContext,
   type IngestProgress,
@@ -31,6 +32,7 @@ import { createReranker, type Reranker } from "./rerank/index.js";
 import type { Attribution } from "./retrieve/attribution.js";
 import { Bm25Index } from "./retrieve/bm25.js";
 import { createLlmExpander } from "./retrieve/expansion.js";
+import { type Filter, type FilterScalar, parseFilter } from "./retrieve/filter.js";
 import {
   attributed,
   type KbRetrievalOverrides,
@@ -40,7 +42,7 @@ import {
   retrieve,
 } from "./retrieve/search.js";
 import { redactText } from "./secrets.js";
-import { Catalog, type KbCounts, type KbRecord } from "./store/catalog.js";
+import { Catalog, type DocumentRecord, type KbCounts, type KbRecord } from "./store/catalog.js";
 import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
@@ -73,6 +75,13 @@ export interface SearchOptions {
   perKb?: Record<string, KbRetrievalOverrides>;
   /** Attach per-result ranks and scores of every stage (`kl search --explain`). */
   explain?: boolean;
+  /**
+   * Metadata filter (see `retrieve/filter.ts` and the README's "Filters"): only matching
+   * chunks are retrieved, before top-k, in every KB searched; e.g.
+   * `{ type: "email", date: { $gte: "2024-03-01" } }`.
+   * @throws FilterError (a KnowledgeLayerError) naming the position of a problem.
+   */
+  filter?: Filter;
 }
 
 /** One ranked search result with its source attribution. */
@@ -180,6 +189,14 @@ export interface IngestOptions {
    * as it was; the summary then has `stopped: true` and counts what was committed.
    */
   signal?: AbortSignal;
+  /**
+   * User metadata stored on every document of this ingest (filters read it by key;
+   * results show it in `source.metadata`); keys must not be source attributes (`type`,
+   * `path`, `date`…). Changing it re-ingests unchanged files.
+   */
+  metadata?: Record<string, FilterScalar>;
+  /** Tags added to every document's `tags` (front matter tags are kept); filter with `$contains`. */
+  tags?: string[];
 }
 
 /**
@@ -591,6 +608,18 @@ export class KnowledgeLayer {
     return this.catalog.counts(this.getKb(name).name);
   }
 
+  /**
+   * Documents by id: of one KB or all, with a filter those with at least one matching
+   * chunk (the filter language of {@link SearchOptions.filter}).
+   * @throws FilterError for a malformed filter.
+   */
+  listDocuments(
+    options: { kb?: string; filter?: Filter; afterId?: number; limit?: number } = {},
+  ): DocumentRecord[] {
+    const filter = options.filter === undefined ? undefined : parseFilter(options.filter);
+    return this.catalog.listDocuments(options.kb, { ...options, filter });
+  }
+
   /** Ingests files and folders into a KB (see `ingest/pipeline.ts`). */
   async ingest(paths: string[], options: IngestOptions = {}): Promise<IngestSummary> {
     const ctx = await this.ingestContext(options);
@@ -654,6 +683,10 @@ export class KnowledgeLayer {
       throw new KnowledgeLayerError(`the query must be a string (got ${typeof query})`);
     if (query.trim().length === 0) throw new KnowledgeLayerError("the query is empty");
     checkSearchOptions(options, names);
+    // A malformed filter fails here, naming its position (`filter.date.$gte: …`).
+    if (options.filter !== undefined) parseFilter(options.filter);
+    for (const [kb, over] of Object.entries(options.perKb ?? {}))
+      if (over.filter !== undefined) parseFilter(over.filter, `perKb.${kb}.filter`);
     const warnings: string[] = [];
     for (const kb of kbs) {
       const kbMode =
@@ -713,6 +746,7 @@ export class KnowledgeLayer {
         fallbackBelowThreshold: options.fallbackBelowThreshold,
         keepDuplicates: options.keepDuplicates,
         perKb: options.perKb,
+        filter: options.filter,
       },
     );
     // A failing reranker or expansion endpoint is reported, its credentials masked.
@@ -829,6 +863,8 @@ export class KnowledgeLayer {
   }
 
   private async ingestContext(options: IngestOptions): Promise<IngestContext> {
+    const userMetadata = { meta: options.metadata, tags: options.tags };
+    checkUserMetadata(userMetadata);
     const kb = this.getKb(options.kb ?? DEFAULT_KB);
     const embed = options.embed ?? true;
     return {
@@ -847,6 +883,7 @@ export class KnowledgeLayer {
       collection: collectionOf(kb.config),
       onProgress: options.onProgress,
       signal: options.signal,
+      userMetadata,
     };
   }
 }

@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { Bm25Index, bm25Idf, bm25TermScore, DEFAULT_BM25_PARAMS } from "../src/retrieve/bm25.js";
+import { decodeBlock, emptyList } from "../src/retrieve/postings.js";
 import { analyzerOptions, tokenize } from "../src/retrieve/tokenizer.js";
 import { Catalog } from "../src/store/catalog.js";
 import { type Db, openDatabase, recountKbStats, SCHEMA_VERSION } from "../src/store/database.js";
@@ -180,6 +181,24 @@ describe("keyword index: statistics kept by triggers and exact MaxScore top-k", 
     }
   };
 
+  /** The index holds exactly the model's chunks, and every term's df equals its decoded list. */
+  const checkIndex = (kb: string) => {
+    const expected = [...model].filter(([, c]) => c.kb === kb && c.text.trim() + c.title.trim() !== "");
+    const indexed = bm25.indexedChunkIds(kb);
+    for (const [id] of expected)
+      if (tokenize(`${model.get(id)?.text} ${model.get(id)?.title}`, analyzerOptions("english")).length > 0)
+        expect(indexed.has(id), `chunk ${id} indexed`).toBe(true);
+    for (const id of indexed) expect(model.get(id)?.kb, `chunk ${id} is a live chunk of ${kb}`).toBe(kb);
+    const df = new Map<string, number>();
+    for (const [term, data] of db.prepare("SELECT term, data FROM kw_blocks WHERE kb = ?").raw().all(kb) as [
+      string,
+      Buffer,
+    ][])
+      df.set(term, (df.get(term) ?? 0) + decodeBlock(data, emptyList()).ids.length);
+    const kept = db.prepare("SELECT term, df FROM kw_terms WHERE kb = ?").raw().all(kb) as [string, number][];
+    expect(new Map(kept)).toEqual(df);
+  };
+
   it("statistics equal a recount, and search equals brute force, after random inserts and deletes", () => {
     for (const seed of [1, 2, 3]) {
       const rand = random(seed);
@@ -193,8 +212,12 @@ describe("keyword index: statistics kept by triggers and exact MaxScore top-k", 
           const id = docs[Math.floor(rand() * docs.length)] as number;
           catalog.markEmbedded(id);
         }
+        // Merge the pending chunks now and then, so deletes meet both merged and pending chunks.
+        if (rand() < 0.15) db.transaction(() => bm25.flush(kb))();
         if (step % 10 === 0) {
           expect(kept(db)).toEqual(recount(db));
+          checkIndex("a");
+          checkIndex("b");
           checkSearch(rand, "a");
           checkSearch(rand, "b");
         }
@@ -211,6 +234,33 @@ describe("keyword index: statistics kept by triggers and exact MaxScore top-k", 
       expect(kept(db)).toEqual(recount(db));
       checkSearch(rand, "b");
     }
+  });
+
+  it("merges postings that arrive out of id order, and keeps blocks of at most 128 postings", () => {
+    const kb = "ooo";
+    db.transaction(() => {
+      for (let id = 1000; id < 1300; id += 2) bm25.indexChunk(kb, id, "river stone");
+      bm25.flush(kb);
+      for (let id = 1001; id < 1300; id += 2) bm25.indexChunk(kb, id, "river cloud");
+      bm25.flush(kb);
+    })();
+    expect(bm25.indexedChunkIds(kb).size).toBe(300);
+    const rows = db
+      .prepare("SELECT term, n, data FROM kw_blocks WHERE kb = ? ORDER BY term, last_id")
+      .raw()
+      .all(kb) as [string, number, Buffer][];
+    const river = rows
+      .filter(([t]) => t === "river")
+      .flatMap(([, n, data]) => {
+        const list = decodeBlock(data, emptyList());
+        expect(list.ids.length).toBe(n);
+        expect(n).toBeLessThanOrEqual(128);
+        return list.ids;
+      });
+    expect(river).toEqual(Array.from({ length: 300 }, (_, i) => 1000 + i));
+    expect(db.prepare("SELECT df FROM kw_terms WHERE kb = ? AND term = 'river'").pluck().get(kb)).toBe(300);
+    db.transaction(() => catalog.deleteKb(kb))();
+    expect(bm25.indexedChunkIds(kb).size).toBe(0);
   });
 
   it("a rolled-back transaction leaves the statistics as they were", () => {
@@ -298,7 +348,7 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
     }
   });
 
-  it("migrates a schema-2 database: postings get their lengths, kb_stats is built", async () => {
+  it("migrates a schema-2 database: postings become blocks, kb_stats is built", async () => {
     writeFileSync(join(folder, "d.md"), "# Dangling\n\nReferences outlive nothing here; ciphers again.\n");
     let before: unknown;
     {
@@ -309,10 +359,27 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
     }
     // Turn the file back into schema 2.
     const raw = new Database(join(dataDir, "kl.db"));
+    const blocksBefore = raw.prepare("SELECT sum(n) FROM kw_blocks").pluck().get();
     for (const t of raw.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").pluck().all()) {
       raw.exec(`DROP TRIGGER "${t}"`);
     }
-    raw.exec("DROP TABLE kb_stats; ALTER TABLE postings DROP COLUMN len");
+    // Schema 2 kept one row per posting, without its field length.
+    raw.exec(`CREATE TABLE postings (kb TEXT NOT NULL, term TEXT NOT NULL, chunk_id INTEGER NOT NULL,
+      tf INTEGER NOT NULL, PRIMARY KEY (kb, term, chunk_id)) WITHOUT ROWID`);
+    expect(raw.prepare("SELECT count(*) FROM kw_pending").pluck().get()).toBe(0);
+    const insert = raw.prepare("INSERT INTO postings (kb, term, chunk_id, tf) VALUES (?, ?, ?, ?)");
+    const blocks = raw.prepare("SELECT kb, term, data FROM kw_blocks").raw().all() as [
+      string,
+      string,
+      Buffer,
+    ][];
+    for (const [kb, term, data] of blocks) {
+      const list = decodeBlock(data, emptyList());
+      list.ids.forEach((id, i) => {
+        insert.run(kb, term, id, list.tfs[i]);
+      });
+    }
+    raw.exec("DROP TABLE kb_stats; DROP TABLE kw_blocks; DROP TABLE kw_terms; DROP TABLE kw_pending");
     raw.prepare("UPDATE meta SET value = '2' WHERE key = 'schema_version'").run();
     raw.close();
     const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" } });
@@ -321,7 +388,11 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
         String(SCHEMA_VERSION),
       );
       consistent(kl);
-      expect(kl.db.prepare("SELECT count(*) FROM postings WHERE len = 0").pluck().get()).toBe(0);
+      expect(kl.db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'postings'").pluck().get()).toBe(
+        0,
+      );
+      expect(kl.db.prepare("SELECT count(*) FROM kw_blocks WHERE min_len = 0").pluck().get()).toBe(0);
+      expect(kl.db.prepare("SELECT sum(n) FROM kw_blocks").pluck().get()).toBe(blocksBefore);
       const after = (await kl.search("ciphers references", { mode: "keyword", kbs: ["kw"] })).results;
       expect(after).toEqual(before);
       // The triggers are back: a later ingest keeps the statistics.

@@ -11,6 +11,7 @@ import { KnowledgeLayerError } from "../src/errors.js";
 import { ChromaVectorStore, chromaCollectionName } from "../src/store/chroma.js";
 import { type ChromaServer, startChromaServer } from "./chroma-server.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
+import { vectorStoreFilterConformance } from "./conformance/vector-store-filters.js";
 import { freePort } from "./redis-server.js";
 
 const IN_CI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
@@ -62,6 +63,12 @@ if ("error" in started) {
   };
 
   vectorStoreConformance("chroma (real server)", freshStore);
+  vectorStoreFilterConformance("chroma (real server)", freshStore, {
+    exists: false,
+    prefix: false,
+    dates: false,
+    fractions: false,
+  });
 
   describe("chroma vector store", () => {
     const cleanups: (() => Promise<void>)[] = [];

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Metric } from "../src/store/contract.js";
 import { collectionTableName, PgVectorStore } from "../src/store/pgvector.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
+import { vectorStoreFilterConformance } from "./conformance/vector-store-filters.js";
 import {
   findPostgres,
   type PostgresServer,
@@ -75,6 +76,12 @@ suite(title, () => {
 
   vectorStoreConformance("pgvector", factory());
   vectorStoreConformance("pgvector (HNSW index forced)", factory(FORCED_DB));
+  vectorStoreFilterConformance("pgvector", factory(), { exists: true, prefix: true, dates: false });
+  vectorStoreFilterConformance("pgvector (HNSW index forced)", factory(FORCED_DB), {
+    exists: true,
+    prefix: true,
+    dates: false,
+  });
 
   describe("pgvector specifics", () => {
     const v = (...xs: number[]) => Float32Array.from(xs);

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { KnowledgeLayerError } from "../src/errors.js";
 import { PINECONE_MARKER_ID, PINECONE_MARKER_KEY, PineconeVectorStore } from "../src/store/pinecone.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
+import { vectorStoreFilterConformance } from "./conformance/vector-store-filters.js";
 import { type FakePinecone, type FakePineconeIndexSpec, startFakePinecone } from "./fakes/pinecone-server.js";
 import { describeUnless } from "./skip.js";
 
@@ -42,6 +43,14 @@ vectorStoreConformance("pinecone (local fake control and data planes)", async ()
   const fake = await startFakePinecone({ apiKey: KEY, indexes: SUITE_INDEXES });
   return { store: storeFor(fake), cleanup: () => fake.close() };
 });
+vectorStoreFilterConformance(
+  "pinecone (local fake)",
+  async () => {
+    const fake = await startFakePinecone({ apiKey: KEY, indexes: SUITE_INDEXES });
+    return { store: storeFor(fake), cleanup: () => fake.close() };
+  },
+  { exists: true, prefix: false, dates: false },
+);
 
 /**
  * A real project, if the environment names one. PINECONE_INDEX alone runs a

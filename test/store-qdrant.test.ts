@@ -10,6 +10,7 @@ import {
   uuidV5,
 } from "../src/store/qdrant.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
+import { vectorStoreFilterConformance } from "./conformance/vector-store-filters.js";
 import { type FakeQdrant, startFakeQdrant } from "./fakes/qdrant-server.js";
 import { describeUnless } from "./skip.js";
 
@@ -29,12 +30,18 @@ afterAll(() => {
   vi.restoreAllMocks();
 });
 
-vectorStoreConformance("qdrant (local fake server)", async () => {
+const fakeQdrantStore = async () => {
   const fake = await startFakeQdrant({ apiKey: KEY });
   return {
     store: new QdrantVectorStore({ url: fake.url, apiKey: KEY, timeoutMs: 5000 }),
     cleanup: () => fake.close(),
   };
+};
+vectorStoreConformance("qdrant (local fake server)", fakeQdrantStore);
+vectorStoreFilterConformance("qdrant (local fake server)", fakeQdrantStore, {
+  exists: true,
+  prefix: false,
+  dates: false,
 });
 
 /** Settings of a real server, if the environment names one. */
@@ -182,7 +189,7 @@ describe("qdrant adapter", () => {
     expect(await ids1({ f: 1.5 })).toEqual(["c"]);
     expect(await ids1({ b: true })).toEqual(["m", "q", "x"]);
     expect(await ids1({ b: false, n: 1 })).toEqual(["c"]);
-    await expect(ids1({ "a.b": 1 })).rejects.toThrow(/filter field/);
+    await expect(ids1({ "a.b": 1 })).rejects.toThrow(/filter\["a\.b"\]: invalid field name/);
   });
 
   it("maps collection names to Qdrant-safe names deterministically, with a prefix", async () => {

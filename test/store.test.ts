@@ -1,26 +1,47 @@
 import { createRequire } from "node:module";
 import { describe, expect, it, test } from "vitest";
 import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../src/config.js";
+import { decodeDocumentText, encodeDocumentText } from "../src/store/catalog.js";
 import { blobToVector, openDatabase, SCHEMA_VERSION, vectorToBlob } from "../src/store/database.js";
 import { SqliteVectorStore } from "../src/store/sqlite-vector-store.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
+import { vectorStoreFilterConformance } from "./conformance/vector-store-filters.js";
 import { tempDir } from "./helpers.js";
 
 const require = createRequire(import.meta.url);
 
-vectorStoreConformance("sqlite (embedded default)", async () => {
+const sqliteFactory = (ann?: { minRecords: number }) => async () => {
   const { dir, cleanup } = tempDir();
   const db = openDatabase(dir);
   return {
-    store: new SqliteVectorStore(db),
+    store: new SqliteVectorStore(db, ann ? { ann } : {}),
     cleanup: () => {
       db.close();
       cleanup();
     },
   };
+};
+vectorStoreConformance("sqlite (embedded default)", sqliteFactory());
+vectorStoreFilterConformance("sqlite (exact)", sqliteFactory(), { exists: true, prefix: true, dates: true });
+vectorStoreFilterConformance("sqlite (HNSW candidates)", sqliteFactory({ minRecords: 1 }), {
+  exists: true,
+  prefix: true,
+  dates: true,
 });
 
 describe("embedded database", () => {
+  it("stores long document texts deflated and reads every form back exactly", () => {
+    const long = `${"Pumps move water uphill. 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 — ünïcödé 中文\n".repeat(200)}end`;
+    const packed = encodeDocumentText(long);
+    expect(Buffer.isBuffer(packed)).toBe(true);
+    expect((packed as Buffer).length).toBeLessThan(Buffer.byteLength(long) / 4);
+    expect(decodeDocumentText(packed)).toBe(long);
+    // Short texts (and rows written before compression) stay plain TEXT.
+    expect(encodeDocumentText("short")).toBe("short");
+    expect(decodeDocumentText("legacy row text")).toBe("legacy row text");
+    expect(decodeDocumentText(null)).toBe("");
+  });
+
   it("round-trips vectors through BLOBs exactly", () => {
     const a = Float32Array.from([0.1, -2.5, 3e-8, 1]);
     expect(Array.from(blobToVector(vectorToBlob(a)))).toEqual(Array.from(a));

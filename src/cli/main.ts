@@ -21,13 +21,16 @@ import {
   type VectorStoreConfig,
   type VectorStoreType,
 } from "../config.js";
+import { displayName } from "../display.js";
 import { createEmbedder, EMBEDDING_PROVIDERS } from "../embed/index.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { evaluateBeir } from "../eval/beir.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
+import { type Filter, FilterError, type FilterScalar, parseFilterJson } from "../retrieve/filter.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
 import { errorText, redactSecrets } from "../secrets.js";
+import { deleteDocuments } from "../server/documents.js";
 import {
   type ChunkedDocument,
   formatChunks,
@@ -113,6 +116,34 @@ function parseMode(value: string): RetrievalMode {
     throw new InvalidArgumentError(`unknown mode "${value}"; use ${RETRIEVAL_MODES.join(", ")}`);
   }
   return mode;
+}
+
+/** The filter of `--where '<json>'` (validated; a malformed one is a FilterError, exit code 2). */
+function whereFilter(text: string | undefined): Filter | undefined {
+  if (text === undefined) return undefined;
+  parseFilterJson(text, "filter");
+  return JSON.parse(text) as Filter;
+}
+
+/** `--meta key=value` options as user metadata: numbers and true/false become numbers and booleans. */
+function metaOptions(pairs: string[]): Record<string, FilterScalar> | undefined {
+  if (pairs.length === 0) return undefined;
+  const out: Record<string, FilterScalar> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf("=");
+    if (eq <= 0) throw new KnowledgeLayerError(`--meta ${pair}: expected key=value`);
+    const key = pair.slice(0, eq).trim();
+    const raw = pair.slice(eq + 1);
+    out[key] =
+      raw === "true"
+        ? true
+        : raw === "false"
+          ? false
+          : /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/.test(raw.trim())
+            ? Number(raw)
+            : raw;
+  }
+  return out;
 }
 
 /**
@@ -551,8 +582,22 @@ program
   .description("extract, chunk, embed and store documents; unchanged files are skipped")
   .option("--kb <name>", "knowledge base", "default")
   .option("--no-embed", "index for keyword search only (no vectors)")
+  .option(
+    "--meta <key=value>",
+    "user metadata on every document (repeatable; numbers and true/false are typed); filter on it with --where",
+    collect,
+    [],
+  )
+  .option(
+    "--tag <tag>",
+    'tag every document (repeatable); filter with --where \'{"tags":{"$contains":"t"}}\'',
+    collect,
+    [],
+  )
   .option("--json", "print the summary as JSON")
   .action(async (paths: string[], o, command: Command) => {
+    const metadata = metaOptions(o.meta);
+    const tags = o.tag.length > 0 ? (o.tag as string[]) : undefined;
     // SIGINT/SIGTERM stop the run between sources and batches; a second one exits at once.
     const stop = new AbortController();
     let stoppedBy: NodeJS.Signals | undefined;
@@ -578,6 +623,8 @@ program
             const summary = await kl.ingest(paths, {
               kb: o.kb,
               embed: o.embed,
+              metadata,
+              tags,
               onProgress: (e) => progress.update(e),
               signal: stop.signal,
             });
@@ -616,10 +663,16 @@ program
   .option("--min-score <s>", "drop results below this final score (0 = no threshold)", weight("--min-score"))
   .option("--fallback", "when nothing passes --min-score, return the best results flagged belowThreshold")
   .option("--explain", "show per result the vector and BM25 rank/score, fused, rerank and final scores")
+  .option(
+    "--where <json>",
+    `metadata filter, e.g. '{"type":"email","date":{"$gte":"2024-03-01"}}' (see README "Filters")`,
+  )
   .option("--json", "print the stable JSON shape (see README)")
   .action(async (query: string, o, command: Command) => {
+    const filter = whereFilter(o.where);
     await withKl(command, async (kl) => {
       const response = await kl.search(query, {
+        filter,
         kbs: o.kb,
         topK: o.topK,
         mode: o.mode as RetrievalMode | undefined,
@@ -786,6 +839,91 @@ evalCmd
     );
   });
 
+const docs = program.command("docs").description("list, show and remove documents");
+
+docs
+  .command("list")
+  .description("list documents (id, KB, type, chunks, source)")
+  .option("--kb <name>", "knowledge base (default: every KB)")
+  .option("--where <json>", "only documents with a chunk matching this metadata filter")
+  .option("--json", "print JSON")
+  .action(async (o, command: Command) => {
+    const filter = whereFilter(o.where);
+    await withKl(command, (kl) => {
+      if (o.kb !== undefined) kl.getKb(o.kb);
+      const list = kl.listDocuments({ kb: o.kb, filter });
+      if (o.json) console.log(JSON.stringify({ documents: list }, null, 2));
+      else {
+        for (const d of list)
+          console.log(
+            `${String(d.id).padStart(6)}  ${d.kb}  ${d.type.padEnd(8)} ${String(d.chunkCount).padStart(4)} chunks  ${displayName(d.uri)}`,
+          );
+        console.log(`${list.length} document${list.length === 1 ? "" : "s"}`);
+      }
+    });
+  });
+
+docs
+  .command("show")
+  .argument("<id>", "document id (from docs list)", int("<id>", 1, Number.MAX_SAFE_INTEGER))
+  .description("show a document: source, metadata, chunk count")
+  .option("--json", "print JSON")
+  .action(async (id: number, o, command: Command) => {
+    await withKl(command, (kl) => {
+      const doc = kl.catalog.documentById(id);
+      if (!doc) throw new KnowledgeLayerError(`no document with id ${id}`);
+      if (o.json) console.log(JSON.stringify(doc, null, 2));
+      else {
+        console.log(`document ${doc.id} in knowledge base "${doc.kb}"`);
+        console.log(`  uri:      ${displayName(doc.uri)}`);
+        console.log(`  type:     ${doc.type}${doc.title ? `   title: ${doc.title}` : ""}`);
+        console.log(`  chunks:   ${doc.chunkCount}${doc.embedded ? "" : " (no vectors)"}`);
+        console.log(`  ingested: ${doc.ingestedAt}`);
+        console.log(`  metadata: ${JSON.stringify(doc.metadata)}`);
+      }
+    });
+  });
+
+docs
+  .command("rm")
+  .argument("[ids...]", "document ids (from docs list)")
+  .description("remove documents (chunks, keyword postings and vectors) by id or by --where")
+  .option("--kb <name>", "knowledge base (default: every KB)")
+  .option("--where <json>", "remove every document with a chunk matching this metadata filter")
+  .option("--json", "print JSON")
+  .action(async (ids: string[], o, command: Command) => {
+    const filter = whereFilter(o.where);
+    if ((ids.length === 0) === (filter === undefined))
+      throw new KnowledgeLayerError("kl docs rm: give document ids or --where (not both)");
+    const wanted = ids.map((x) => {
+      const n = Number(x);
+      if (!Number.isSafeInteger(n) || n < 1)
+        throw new KnowledgeLayerError(`kl docs rm: "${x}" is not a document id`);
+      return n;
+    });
+    await withKl(command, async (kl) => {
+      if (o.kb !== undefined) kl.getKb(o.kb);
+      const targets = filter
+        ? kl.listDocuments({ kb: o.kb, filter })
+        : wanted
+            .map((id) => kl.catalog.documentById(id))
+            .filter(
+              (d): d is NonNullable<typeof d> => d !== undefined && (o.kb === undefined || d.kb === o.kb),
+            );
+      const byKb = new Map<string, number[]>();
+      for (const d of targets) byKb.set(d.kb, [...(byKb.get(d.kb) ?? []), d.id]);
+      let removed = 0;
+      for (const [kb, list] of byKb) removed += await deleteDocuments(kl, kl.getKb(kb), list);
+      const missing = wanted.filter((id) => !targets.some((d) => d.id === id));
+      if (o.json) console.log(JSON.stringify({ removed, ids: targets.map((d) => d.id), missing }, null, 2));
+      else {
+        console.log(`removed ${removed} document${removed === 1 ? "" : "s"}`);
+        if (missing.length > 0) console.log(`not found: ${missing.join(", ")}`);
+      }
+      if (missing.length > 0) process.exitCode = 1;
+    });
+  });
+
 registerServeCommands(program);
 
 registerMcpCommand(program);
@@ -802,5 +940,6 @@ program.parseAsync(process.argv).catch((error: unknown) => {
   } else {
     console.error(errorText(error, true));
   }
-  process.exitCode = 1;
+  // A malformed filter is a usage error.
+  process.exitCode = error instanceof FilterError ? 2 : 1;
 });

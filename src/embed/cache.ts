@@ -32,6 +32,7 @@ export class CachedEmbedder implements Embedder {
   private cachedDimension = 0;
   private readonly get;
   private readonly put;
+  private readonly putRef;
 
   /** Model part of the cache key. */
   private readonly cacheModel: string;
@@ -47,8 +48,17 @@ export class CachedEmbedder implements Embedder {
     cacheModel?: string,
   ) {
     this.cacheModel = cacheModel ?? inner.modelId;
+    // A row holds the vector, or (empty vector) a reference to the embedded store's copy.
     this.get = db.prepare(
-      "SELECT vector FROM embedding_cache WHERE provider = ? AND model = ? AND text_hash = ?",
+      `SELECT coalesce(r.vector, c.vector) AS vector FROM embedding_cache c
+       LEFT JOIN vec_records r ON length(c.vector) = 0 AND r.collection = c.ref_collection AND r.id = c.ref_id
+       WHERE c.provider = ? AND c.model = ? AND c.text_hash = ?`,
+    );
+    this.putRef = db.prepare(
+      `INSERT INTO embedding_cache (provider, model, text_hash, vector, ref_collection, ref_id)
+       VALUES (?, ?, ?, x'', ?, ?)
+       ON CONFLICT (provider, model, text_hash) DO UPDATE
+       SET vector = x'', ref_collection = excluded.ref_collection, ref_id = excluded.ref_id`,
     );
     this.put = db.prepare(
       "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, vector) VALUES (?, ?, ?, ?)",
@@ -80,13 +90,17 @@ export class CachedEmbedder implements Embedder {
   }
 
   /**
-   * Embeds `texts`, taking cached vectors where present and storing new ones.
+   * Embeds `texts`, taking cached vectors where present and storing new ones (unless
+   * `options.store` is false: the caller then stores them in the embedded vector store and
+   * calls {@link rememberStored}, so each vector is kept once).
    * `onProgress(done, total)` reports texts completed (cached ones count at once).
    */
   async embedTexts(
     texts: string[],
     onProgress?: (done: number, total: number) => void,
+    options: { store?: boolean } = {},
   ): Promise<Float32Array[]> {
+    const store = options.store ?? true;
     const out: (Float32Array | undefined)[] = new Array(texts.length);
     const missing = new Map<string, { text: string; indices: number[] }>();
     texts.forEach((text, i) => {
@@ -126,7 +140,7 @@ export class CachedEmbedder implements Embedder {
         .transaction(() => {
           slice.forEach(([hash, m], j) => {
             const vector = vectors[j] as Float32Array;
-            this.put.run(this.provider, this.cacheModel, hash, vectorToBlob(vector));
+            if (store) this.put.run(this.provider, this.cacheModel, hash, vectorToBlob(vector));
             for (const index of m.indices) out[index] = vector;
             this.stats.misses += m.indices.length;
             done += m.indices.length;
@@ -153,13 +167,25 @@ export class CachedEmbedder implements Embedder {
   }
 
   /**
+   * Remembers that the vector of `text` is the embedded store's record `id` of `collection`
+   * (instead of a second copy of it): the entry reads that record, and goes away when the
+   * record is replaced or deleted (triggers on `vec_records`). Call in the transaction that
+   * writes the record, for vectors computed by {@link embedTexts} with `store: false`.
+   * An entry holding a vector is replaced by the reference.
+   */
+  rememberStored(text: string, collection: string, id: string): void {
+    this.putRef.run(this.provider, this.cacheModel, textHash(text), collection, id);
+  }
+
+  /**
    * The cached vector under `hash`, unless its length differs from the inner
    * embedder's known dimension (e.g. a model whose `dimension` setting was
    * changed): such an entry counts as a miss and is overwritten.
    */
   private lookup(hash: string): Float32Array | undefined {
-    const row = this.get.get(this.provider, this.cacheModel, hash) as { vector: Buffer } | undefined;
-    if (!row) return undefined;
+    const row = this.get.get(this.provider, this.cacheModel, hash) as { vector: Buffer | null } | undefined;
+    // No entry, or a reference whose record is gone.
+    if (!row?.vector || row.vector.length === 0) return undefined;
     const vector = blobToVector(row.vector);
     const expected = this.inner.dimension;
     if (expected > 0 && vector.length !== expected) return undefined;

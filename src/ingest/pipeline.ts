@@ -5,14 +5,16 @@ import type { Chunker } from "../chunk/contract.js";
 import { FIXED_FALLBACK_CHUNKER } from "../chunk/embedding-semantic.js";
 import { createChunker } from "../chunk/index.js";
 import type { KnowledgeBaseConfig } from "../config.js";
-import type { CachedEmbedder } from "../embed/cache.js";
+import { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile } from "../extract/index.js";
-import type { Bm25Index } from "../retrieve/bm25.js";
+import { analyzeChunk, type Bm25Index } from "../retrieve/bm25.js";
+import { FILTER_FIELD, type FilterScalar } from "../retrieve/filter.js";
 import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
 import type { VectorRecord, VectorStore } from "../store/contract.js";
+import { SOURCE_FILTER_FIELDS } from "../store/filter-sql.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
 
@@ -111,6 +113,66 @@ export interface IngestContext {
    * embedded are left for the next run, and the summary says `stopped`.
    */
   signal?: AbortSignal;
+  /** User metadata given at ingest, stored on every document of the run (see {@link withUserMetadata}). */
+  userMetadata?: UserMetadata;
+}
+
+/**
+ * Metadata a user attaches at ingest (`kl ingest --meta key=value --tag t`, HTTP upload
+ * fields, `IngestOptions`): `meta` goes to the document's `meta` object, `tags` join its
+ * `tags` list (front matter tags included). Filters read both (`{"customer": "acme"}`,
+ * `{"tags": {"$contains": "finance"}}`) and results show them in `source.metadata` / `source.tags`.
+ */
+export interface UserMetadata {
+  meta?: Record<string, FilterScalar>;
+  tags?: string[];
+}
+
+/**
+ * Checks user metadata: keys are filter field names that are not source attributes (`type`,
+ * `path`, `date`…, which come from the document itself) nor `meta`/`tags`; values are
+ * strings, finite numbers or booleans; tags are non-empty strings.
+ * @throws KnowledgeLayerError naming the key (`metadata.type: "type" is a source attribute…`).
+ */
+export function checkUserMetadata(metadata: UserMetadata, root = "metadata"): void {
+  for (const [key, value] of Object.entries(metadata.meta ?? {})) {
+    if (!FILTER_FIELD.test(key))
+      throw new KnowledgeLayerError(
+        `${root}.${key}: invalid key (letters, digits, "_" and "-", starting with a letter or "_", at most 64 characters)`,
+      );
+    if (SOURCE_FILTER_FIELDS.includes(key) || key === "meta")
+      throw new KnowledgeLayerError(
+        `${root}.${key}: "${key}" is a source attribute set from the document itself; choose another key${key === "tags" ? " (or use tags)" : ""}`,
+      );
+    if (
+      !(
+        typeof value === "string" ||
+        typeof value === "boolean" ||
+        (typeof value === "number" && Number.isFinite(value))
+      )
+    )
+      throw new KnowledgeLayerError(`${root}.${key}: expected a string, number or boolean`);
+  }
+  if (metadata.tags !== undefined) {
+    if (!Array.isArray(metadata.tags)) throw new KnowledgeLayerError("tags: expected a list of strings");
+    for (const tag of metadata.tags)
+      if (typeof tag !== "string" || tag.trim() === "")
+        throw new KnowledgeLayerError(`tags: expected non-empty strings, got ${JSON.stringify(tag)}`);
+  }
+}
+
+/** A document with user metadata merged in: `meta` over its own `meta`, `tags` added to its `tags`. */
+export function withUserMetadata(doc: ExtractedDocument, user: UserMetadata): ExtractedDocument {
+  const metadata = { ...doc.metadata };
+  if (user.meta && Object.keys(user.meta).length > 0) {
+    const own = metadata.meta !== null && typeof metadata.meta === "object" ? (metadata.meta as object) : {};
+    metadata.meta = { ...own, ...user.meta };
+  }
+  if (user.tags && user.tags.length > 0) {
+    const own = Array.isArray(metadata.tags) ? metadata.tags.map(String) : [];
+    metadata.tags = [...new Set([...own, ...user.tags])];
+  }
+  return { ...doc, metadata };
 }
 
 /** One unit of ingest: a file (or Slack export, or in-memory document) and the documents it yields. */
@@ -130,6 +192,11 @@ interface PreparedUnit {
   replaces: boolean;
   docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
   vectors?: (Float32Array | undefined)[];
+  /**
+   * Per chunk (as `vectors`): the vector is the embedder's for the chunk's text, so the
+   * embedding cache may point at its stored copy (false for reused sentence means).
+   */
+  embedded?: boolean[];
 }
 
 /** Fingerprint of everything that determines a document's chunks and vectors. */
@@ -324,6 +391,16 @@ function reusableVector(chunk: Chunk, embedder: Embedder): Float32Array | undefi
 
 async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boolean): Promise<IngestSummary> {
   const started = Date.now();
+  const user = ctx.userMetadata;
+  if (user && (Object.keys(user.meta ?? {}).length > 0 || (user.tags?.length ?? 0) > 0)) {
+    // User metadata is part of what a unit is: new metadata re-ingests an unchanged file.
+    const extra = JSON.stringify({ meta: user.meta ?? {}, tags: user.tags ?? [] });
+    units = units.map((u) => ({
+      ...u,
+      contentHash: createHash("sha256").update(u.contentHash).update(extra).digest("hex"),
+      load: async () => (await u.load()).map((d) => withUserMetadata(d, user)),
+    }));
+  }
   const { catalog, config } = ctx;
   const kb = config.name;
   const hash = pipelineHash(config);
@@ -399,12 +476,17 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
             return vector;
           }),
         );
+        p.embedded = p.vectors.map((v) => v === undefined);
       }
       // Reused vectors count at once; the others as the embedder's batches complete.
       const base = embeddedChunks + (summary.embedded.reused - reusedBefore);
-      const computed = await embedder.embedTexts(texts, (doneTexts) =>
-        ctx.onProgress?.({ phase: "embedded", chunks: base + doneTexts }),
-      );
+      const progress = (doneTexts: number): void =>
+        ctx.onProgress?.({ phase: "embedded", chunks: base + doneTexts });
+      // With the embedded store, vectors are kept once: in the store, the cache pointing at them.
+      const computed =
+        embedder instanceof CachedEmbedder && ctx.store instanceof SqliteVectorStore
+          ? await embedder.embedTexts(texts, progress, { store: false })
+          : await embedder.embedTexts(texts, progress);
       embeddedChunks = base + texts.length;
       let k = 0;
       for (const p of pending) {
@@ -420,11 +502,32 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
             "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
         });
       }
-      try {
-        await commitUnit(ctx, p, hash, embedNow, summary, store);
-      } catch (error) {
-        // The transaction rolled back: the source keeps its previous chunks, if any.
-        summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
+    }
+    if (ctx.store instanceof SqliteVectorStore) {
+      // Embedded store: the group's sources commit together (one commit instead of one per
+      // source); each source is a savepoint, so one that fails rolls back alone.
+      const counts = { ...summary, errors: [...summary.errors] };
+      catalog.db
+        .transaction(() => {
+          for (const p of pending) {
+            try {
+              writeUnit(ctx, p, hash, embedNow, counts);
+            } catch (error) {
+              counts.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
+            }
+          }
+        })
+        .immediate();
+      // Counted once the group has committed.
+      Object.assign(summary, counts);
+    } else {
+      for (const p of pending) {
+        try {
+          await commitUnit(ctx, p, hash, embedNow, summary, store);
+        } catch (error) {
+          // The transaction rolled back: the source keeps its previous chunks, if any.
+          summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
+        }
       }
     }
     pending = [];
@@ -477,6 +580,8 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path, chunks: chunkedTotal });
   }
   await flush();
+  // Pending keyword postings are merged into their blocks once per run (search reads them either way).
+  catalog.db.transaction(() => ctx.bm25.flush(kb)).immediate();
   if (stopped) {
     summary.stopped = true;
     // Sources with an outcome: the ones not reached (or not committed) are not counted.
@@ -514,7 +619,7 @@ async function removeSource(ctx: IngestContext, path: string): Promise<boolean> 
  */
 function deleteDocument(ctx: IngestContext, documentId: number): string[] {
   const ids = ctx.catalog.chunkIds(documentId).map(String);
-  ctx.bm25.removeDocument(documentId);
+  ctx.bm25.removeDocument(documentId, ctx.config.retrieval.analyzer);
   ctx.catalog.deleteDocument(documentId);
   if (ctx.store instanceof SqliteVectorStore) {
     if (ids.length > 0) ctx.store.deleteSync(ctx.collection, ids);
@@ -555,6 +660,56 @@ async function commitUnit(
   summary: IngestSummary,
   storeState: { failure?: string } = {},
 ): Promise<void> {
+  const { catalog, store } = ctx;
+  const { stale, records, documentIds } = writeUnit(ctx, prepared, hash, embed, summary);
+  if (store instanceof SqliteVectorStore) return;
+  if (storeState.failure !== undefined) {
+    // The store already failed in this run: keep the source for keyword search, embed it next time.
+    if (records.length > 0) {
+      summary.warnings.push({
+        path: prepared.unit.path,
+        reason:
+          "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
+      });
+    }
+    await deleteStaleVectors(ctx, stale);
+    return;
+  }
+  try {
+    if (records.length > 0) await store.addBatch(ctx.collection, records);
+    if (embed)
+      catalog.db
+        .transaction(() => {
+          for (const id of documentIds) catalog.markEmbedded(id);
+        })
+        .immediate();
+  } catch (error) {
+    storeState.failure = errorReason(error);
+    summary.errors.push({
+      path: prepared.unit.path,
+      reason:
+        `vectors not stored in ${store.kind}: ${storeState.failure}; ` +
+        "the source is searchable by keyword and is embedded again by the next ingest" +
+        " (the rest of this run is stored without vectors)",
+    });
+  } finally {
+    await deleteStaleVectors(ctx, stale);
+  }
+}
+
+/**
+ * The catalog part of {@link commitUnit}, in one transaction (a savepoint inside the
+ * caller's): replaces the unit's documents, chunks and postings, and, with the embedded
+ * store, its vectors. Counts the unit into `summary` once written. Returns what a server
+ * store still has to do: the vectors to add, the stale chunk ids and the new document ids.
+ */
+function writeUnit(
+  ctx: IngestContext,
+  prepared: PreparedUnit,
+  hash: string,
+  embed: boolean,
+  summary: IngestSummary,
+): { stale: string[]; records: VectorRecord[]; documentIds: number[] } {
   const { catalog, bm25, store, collection, config } = ctx;
   const kb = config.name;
   const inTransaction = store instanceof SqliteVectorStore ? store : undefined;
@@ -583,27 +738,28 @@ async function commitUnit(
         });
         documentIds.push(documentId);
         const docRecords: VectorRecord[] = [];
+        const remember: [VectorRecord, string][] = [];
         for (const chunk of chunks) {
-          const chunkId = catalog.insertChunk(kb, documentId, chunk, 0);
-          const lengths = bm25.indexChunk(
-            kb,
-            chunkId,
-            chunk.text,
-            config.retrieval.analyzer,
-            doc.metadata.title,
-          );
-          catalog.setTokenCount(chunkId, lengths.body, lengths.title);
+          const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
+          const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
+          bm25.indexAnalyzed(kb, chunkId, analyzed);
+          const embedded = prepared.embedded?.[v] ?? false;
           const vector = prepared.vectors?.[v++];
           if (vector) {
-            docRecords.push({
+            const record = {
               id: String(chunkId),
               vector,
               payload: { documentId, chunkIndex: chunk.chunkIndex, type: doc.metadata.type },
-            });
+            };
+            docRecords.push(record);
+            if (embedded) remember.push([record, chunk.text]);
           }
         }
-        if (inTransaction && docRecords.length > 0) inTransaction.addBatchSync(collection, docRecords);
-        else records.push(...docRecords);
+        if (inTransaction && docRecords.length > 0) {
+          inTransaction.addBatchSync(collection, docRecords);
+          if (ctx.embedder instanceof CachedEmbedder)
+            for (const [record, text] of remember) ctx.embedder.rememberStored(text, collection, record.id);
+        } else records.push(...docRecords);
       }
     })
     .immediate();
@@ -613,40 +769,7 @@ async function commitUnit(
   summary.chunks += written.reduce((n, d) => n + d.chunks.length, 0);
   if (prepared.replaces) summary.updated++;
   else summary.added++;
-  if (!inTransaction) {
-    if (storeState.failure !== undefined) {
-      // The store already failed in this run: keep the source for keyword search, embed it next time.
-      if (records.length > 0) {
-        summary.warnings.push({
-          path: prepared.unit.path,
-          reason:
-            "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
-        });
-      }
-      await deleteStaleVectors(ctx, stale);
-      return;
-    }
-    try {
-      if (records.length > 0) await store.addBatch(collection, records);
-      if (embed)
-        catalog.db
-          .transaction(() => {
-            for (const id of documentIds) catalog.markEmbedded(id);
-          })
-          .immediate();
-    } catch (error) {
-      storeState.failure = errorReason(error);
-      summary.errors.push({
-        path: prepared.unit.path,
-        reason:
-          `vectors not stored in ${store.kind}: ${storeState.failure}; ` +
-          "the source is searchable by keyword and is embedded again by the next ingest" +
-          " (the rest of this run is stored without vectors)",
-      });
-    } finally {
-      await deleteStaleVectors(ctx, stale);
-    }
-  }
+  return { stale, records, documentIds };
 }
 
 function errorReason(error: unknown): string {

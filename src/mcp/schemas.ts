@@ -53,6 +53,12 @@ export const searchInput = {
     .describe(
       "Retrieval strategy; default each knowledge base's own (normally hybrid_rerank). keyword = BM25 only (exact terms, identifiers); vector_only = semantic similarity; hybrid = both fused; hybrid_rerank = hybrid then reranked; advanced = query expansion + hybrid_rerank.",
     ),
+  filter: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe(
+      'Metadata filter: only passages whose source matches are searched, e.g. {"type": "email", "from": {"$in": ["a@x.com"]}, "date": {"$gte": "2024-03-01"}}. Operators: equality, $eq $ne $in $nin $lt $lte $gt $gte (numbers, ISO dates) $prefix $contains (array membership, e.g. tags) $exists, and $and $or $not. Fields: the source attributes of a result (type, path, uri, title, author, from, to, subject, date, channel, user, language, page, headingPath, tags, kb…) and user metadata given at ingest.',
+    ),
 };
 
 /**
@@ -88,6 +94,11 @@ export const attributionSchema = z.looseObject({
   tsEnd: z.string().optional(),
   language: z.string().optional(),
   symbol: z.string().optional(),
+  tags: z.array(z.string()).optional().describe("Front matter tags and tags given at ingest."),
+  metadata: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+    .optional()
+    .describe("User metadata given at ingest."),
 });
 
 /** One attributed passage of `search_knowledge`. */

@@ -3,12 +3,14 @@
  * it to stdio or to streamable HTTP (see `stdio.ts`, `http.ts`); tests may connect
  * it to any transport.
  */
+
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { DEFAULT_KB } from "../config.js";
 import { KnowledgeLayerError } from "../errors.js";
 import type { IngestSummary } from "../ingest/pipeline.js";
 import type { KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
+import type { Filter } from "../retrieve/filter.js";
 import { errorText } from "../secrets.js";
 import type { DocumentRecord } from "../store/catalog.js";
 import { textPage } from "../text-page.js";
@@ -97,6 +99,7 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
           kbs: args.kbs,
           topK: args.top_k ?? MCP_DEFAULT_TOP_K,
           mode: args.mode,
+          filter: args.filter as Filter | undefined,
         });
         return {
           content: [{ type: "text", text: formatSearchText(response) }],

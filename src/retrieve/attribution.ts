@@ -49,6 +49,10 @@ export interface Attribution {
   /** Code: language and the symbol (function/class) if known. */
   language?: string;
   symbol?: string;
+  /** Tags: front matter `tags`/`keywords` and those given at ingest (`--tag`). */
+  tags?: string[];
+  /** User metadata given at ingest (`--meta key=value`, upload fields, `IngestOptions.metadata`). */
+  metadata?: Record<string, string | number | boolean>;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.length > 0 ? v : undefined);
@@ -89,6 +93,14 @@ export function attribute(chunk: StoredChunk): Attribution {
   set("tsEnd", str(m.tsEnd));
   set("language", str(m.language) ?? str(d.language));
   set("symbol", str(m.symbol));
+  if (Array.isArray(d.tags) && d.tags.length > 0) out.tags = d.tags.map(String);
+  if (
+    d.meta !== null &&
+    typeof d.meta === "object" &&
+    !Array.isArray(d.meta) &&
+    Object.keys(d.meta).length > 0
+  )
+    out.metadata = { ...(d.meta as Record<string, string | number | boolean>) };
   return out;
 }
 

@@ -1,5 +1,14 @@
 import type { Db } from "../store/database.js";
 import {
+  BLOCK_POSTINGS,
+  blockBounds,
+  decodeBlock,
+  emptyList,
+  encodeBlock,
+  mergeLists,
+  type PostingList,
+} from "./postings.js";
+import {
   type Analyzer,
   analyzerOptions,
   type TokenizeOptions,
@@ -107,24 +116,28 @@ interface QueryList {
 }
 
 /**
- * Corpus-level BM25 over the chunks of one knowledge base, with postings
- * persisted in SQLite (`postings(kb, term, chunk_id, tf, len)`, `len` being the
- * posting's field length in tokens; chunk lengths also in `chunks.token_count` and
- * `chunks.title_token_count`). Two fields: the chunk's text and its document's title
- * (terms prefixed with {@link TITLE_FIELD_PREFIX}). N and the field-length sums come
- * from `kb_stats`, kept by triggers in the transaction that writes the chunks, and
- * document frequencies from the posting lists, so they always reflect the whole corpus.
- * Scoring is {@link bm25TermScore} with {@link bm25Idf}, summed over query terms, plus
- * the title field's score times {@link Bm25Params.titleWeight}.
+ * Corpus-level BM25 over the chunks of one knowledge base, with a block-compressed
+ * inverted index persisted in SQLite (see `postings.ts`): `kw_blocks` (a term's postings,
+ * (chunk id, tf, field length), cut into blocks of 128), `kw_terms` (document frequency per
+ * term) and `kw_pending` (chunks indexed since the last merge, one row per chunk with its
+ * terms). Two fields: the chunk's text and its document's title (terms prefixed with
+ * {@link TITLE_FIELD_PREFIX}). N and the field-length sums come from `kb_stats`, kept by
+ * triggers in the transaction that writes the chunks, so they always reflect the whole corpus.
+ * Scoring is {@link bm25TermScore} with {@link bm25Idf}, summed over query terms, plus the
+ * title field's score times {@link Bm25Params.titleWeight}.
+ *
+ * Writes are cheap: indexing a chunk writes one `kw_pending` row; every
+ * {@link PENDING_MERGE_CHUNKS} pending chunks (and at {@link Bm25Index.flush}) they are
+ * merged into the blocks, one write per distinct term, in the transaction that indexed them.
+ * Search reads pending chunks too, so a crash between ingest and merge loses nothing.
  *
  * Top-k is exact but does not read every posting (MaxScore, Turtle & Flood 1995):
  * lists are read from the rarest (highest score bound) down; once the bounds of the
  * lists left cannot lift an unseen chunk to the current k-th score, the remaining
- * lists are only probed for the chunks still able to reach the top k.
+ * lists are only probed, block by block, for the chunks still able to reach the top k.
  */
 export class Bm25Index {
-  private readonly insert;
-  private readonly removeForDoc;
+  private readonly db: Db;
   private readonly statsOf;
   private readonly dfOf;
   /**
@@ -133,30 +146,84 @@ export class Bm25Index {
    * common to many queries is counted once per state of the index.
    */
   private readonly dfCache = new Map<string, { state: string; df: Map<string, number> }>();
-  private readonly listOf;
-  private readonly probe;
+  /** Pending chunks' postings per KB, parsed once per state of its statistics. */
+  private readonly pendingCache = new Map<string, { state: string; lists: Map<string, PostingList> }>();
+  private readonly addPending;
+  private readonly pendingRows;
+  private readonly pendingCount;
+  private readonly pendingOf;
+  private readonly dropPending;
+  private readonly dropPendingChunk;
+  private readonly tailOf;
+  private readonly blocksFrom;
+  private readonly blockAt;
+  private readonly allBlocks;
+  private readonly blockCount;
+  private readonly insertBlock;
+  private readonly updateBlock;
+  private readonly deleteBlock;
+  private readonly deleteBlocksFrom;
+  private readonly addDf;
+  private readonly dropEmptyTerm;
+  private readonly documentChunks;
+  private readonly kbConfig;
+  /** Chunks indexed by this instance since it last counted the pending rows. */
+  private sinceCheck = 0;
 
   constructor(db: Db) {
-    this.insert = db.prepare("INSERT INTO postings (kb, term, chunk_id, tf, len) VALUES (?, ?, ?, ?, ?)");
-    this.removeForDoc = db.prepare(
-      "DELETE FROM postings WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)",
-    );
+    this.db = db;
     this.statsOf = db.prepare("SELECT chunks, body_tokens, title_tokens, version FROM kb_stats WHERE kb = ?");
-    this.dfOf = db.prepare("SELECT count(*) FROM postings WHERE kb = ? AND term = ?").pluck();
-    this.listOf = db.prepare("SELECT chunk_id, tf, len FROM postings WHERE kb = ? AND term = ?").raw();
-    this.probe = db
+    this.dfOf = db.prepare("SELECT df FROM kw_terms WHERE kb = ? AND term = ?").pluck();
+    this.addPending = db.prepare("INSERT OR REPLACE INTO kw_pending (kb, chunk_id, terms) VALUES (?, ?, ?)");
+    this.pendingRows = db
+      .prepare("SELECT chunk_id, terms FROM kw_pending WHERE kb = ? ORDER BY chunk_id")
+      .raw();
+    this.pendingCount = db.prepare("SELECT count(*) FROM kw_pending WHERE kb = ?").pluck();
+    this.pendingOf = db.prepare("SELECT terms FROM kw_pending WHERE kb = ? AND chunk_id = ?").pluck();
+    this.dropPending = db.prepare("DELETE FROM kw_pending WHERE kb = ? AND chunk_id <= ?");
+    this.dropPendingChunk = db.prepare("DELETE FROM kw_pending WHERE kb = ? AND chunk_id = ?");
+    this.tailOf = db
       .prepare(
-        `SELECT chunk_id, tf, len FROM postings
-         WHERE kb = ? AND term = ? AND chunk_id IN (SELECT value FROM json_each(?))`,
+        "SELECT last_id, n, max_tf, min_len, data FROM kw_blocks WHERE kb = ? AND term = ? ORDER BY last_id DESC LIMIT 1",
       )
       .raw();
+    this.blocksFrom = db
+      .prepare("SELECT data FROM kw_blocks WHERE kb = ? AND term = ? AND last_id >= ? ORDER BY last_id")
+      .pluck();
+    this.blockAt = db
+      .prepare(
+        "SELECT last_id, data FROM kw_blocks WHERE kb = ? AND term = ? AND last_id >= ? ORDER BY last_id LIMIT 1",
+      )
+      .raw();
+    this.allBlocks = db
+      .prepare("SELECT data FROM kw_blocks WHERE kb = ? AND term = ? ORDER BY last_id")
+      .pluck();
+    this.blockCount = db.prepare("SELECT count(*) FROM kw_blocks WHERE kb = ? AND term = ?").pluck();
+    this.insertBlock = db.prepare(
+      "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
+    this.updateBlock = db.prepare(
+      "UPDATE kw_blocks SET last_id = ?, n = ?, max_tf = ?, min_len = ?, data = ? WHERE kb = ? AND term = ? AND last_id = ?",
+    );
+    this.deleteBlock = db.prepare("DELETE FROM kw_blocks WHERE kb = ? AND term = ? AND last_id = ?");
+    this.deleteBlocksFrom = db.prepare("DELETE FROM kw_blocks WHERE kb = ? AND term = ? AND last_id >= ?");
+    this.addDf = db.prepare(
+      "INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?) ON CONFLICT (kb, term) DO UPDATE SET df = df + excluded.df",
+    );
+    this.dropEmptyTerm = db.prepare("DELETE FROM kw_terms WHERE kb = ? AND term = ? AND df <= 0");
+    this.documentChunks = db
+      .prepare(
+        "SELECT c.id, c.kb, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.document_id = ?",
+      )
+      .raw();
+    this.kbConfig = db.prepare("SELECT config FROM kbs WHERE name = ?").pluck();
   }
 
   /**
-   * Tokenises `text` (and the document's `title`, as the title field) and writes
-   * their postings. Call inside the transaction that inserts the chunk row.
-   * Returns both field lengths in tokens (store them in `chunks.token_count` and
-   * `chunks.title_token_count`); an empty field has length 0 and no postings.
+   * Tokenises `text` (and the document's `title`, as the title field) and indexes the
+   * chunk. Call inside the transaction that inserts the chunk row. Returns both field
+   * lengths in tokens (store them in `chunks.token_count` and `chunks.title_token_count`);
+   * an empty field has length 0 and no postings.
    */
   indexChunk(
     kb: string,
@@ -165,19 +232,215 @@ export class Bm25Index {
     analyzer: Analyzer = "english",
     title = "",
   ): FieldLengths {
-    const options = analyzerOptions(analyzer);
-    const tokens = tokenize(text, options);
-    for (const [term, tf] of termFrequencies(tokens)) this.insert.run(kb, term, chunkId, tf, tokens.length);
-    const titleTokens = title ? tokenize(title, options) : [];
-    for (const [term, tf] of termFrequencies(titleTokens)) {
-      this.insert.run(kb, TITLE_FIELD_PREFIX + term, chunkId, tf, titleTokens.length);
-    }
-    return { body: tokens.length, title: titleTokens.length };
+    const analyzed = analyzeChunk(text, analyzer, title);
+    this.indexAnalyzed(kb, chunkId, analyzed);
+    return analyzed;
   }
 
-  /** Removes the postings of every chunk of a document (before its chunks are deleted). */
-  removeDocument(documentId: number): void {
-    this.removeForDoc.run(documentId);
+  /**
+   * Indexes a chunk analysed by {@link analyzeChunk} (so its field lengths can be written
+   * with the chunk row, before its id is known). Call inside the transaction that inserts
+   * the chunk row.
+   */
+  indexAnalyzed(kb: string, chunkId: number, analyzed: AnalyzedChunk): void {
+    this.addPending.run(kb, chunkId, analyzed.terms);
+    if (++this.sinceCheck >= 64) {
+      this.sinceCheck = 0;
+      if ((this.pendingCount.get(kb) as number) >= PENDING_MERGE_CHUNKS) this.flush(kb);
+    }
+  }
+
+  /**
+   * Merges the pending chunks of `kb` into the posting blocks (one write per distinct
+   * term), in a transaction of its own or the caller's. Ingest calls it at the end of a run;
+   * search is correct without it (pending chunks are read too), only slower.
+   */
+  flush(kb: string): void {
+    this.db.transaction(() => {
+      const rows = this.pendingRows.all(kb) as [number, string][];
+      if (rows.length === 0) return;
+      const lists = new Map<string, PostingList>();
+      for (const [id, terms] of rows) parsePending(id, terms, lists);
+      for (const [term, list] of lists) {
+        const added = this.appendList(kb, term, list);
+        if (added !== 0) this.addDf.run(kb, term, added);
+      }
+      this.dropPending.run(kb, (rows[rows.length - 1] as [number, string])[0]);
+    })();
+  }
+
+  /** Adds `list` (sorted by id) to a term's blocks; returns how many chunk ids are new to the term. */
+  private appendList(kb: string, term: string, list: PostingList): number {
+    const first = list.ids[0] as number;
+    const tail = this.tailOf.get(kb, term) as [number, number, number, number, Buffer] | undefined;
+    let from = 0;
+    if (tail) {
+      const [lastId, n, maxTf, minLen, data] = tail;
+      if (first <= lastId) {
+        // Out of order (ids committed by another writer): rewrite from the block holding `first`.
+        const old = emptyList();
+        for (const block of this.blocksFrom.all(kb, term, first) as Buffer[]) decodeBlock(block, old);
+        this.deleteBlocksFrom.run(kb, term, first);
+        const merged = mergeLists(old, list);
+        this.writeBlocks(kb, term, merged, 0);
+        return merged.ids.length - old.ids.length;
+      }
+      if (n < BLOCK_POSTINGS) {
+        const take = Math.min(BLOCK_POSTINGS - n, list.ids.length);
+        const bounds = blockBounds(list, 0, take);
+        this.updateBlock.run(
+          list.ids[take - 1],
+          n + take,
+          Math.max(maxTf, bounds.maxTf),
+          Math.min(minLen, bounds.minLen),
+          Buffer.concat([data, encodeBlock(list, 0, take, lastId)]),
+          kb,
+          term,
+          lastId,
+        );
+        from = take;
+      }
+    }
+    this.writeBlocks(kb, term, list, from);
+    return list.ids.length;
+  }
+
+  /** Writes postings `from`… of `list` as new blocks. */
+  private writeBlocks(kb: string, term: string, list: PostingList, from: number): void {
+    for (let i = from; i < list.ids.length; i += BLOCK_POSTINGS) {
+      const to = Math.min(i + BLOCK_POSTINGS, list.ids.length);
+      const { maxTf, minLen } = blockBounds(list, i, to);
+      this.insertBlock.run(kb, term, list.ids[to - 1], to - i, maxTf, minLen, encodeBlock(list, i, to));
+    }
+  }
+
+  /**
+   * Removes the postings of every chunk of a document (before its chunks are deleted).
+   * A merged chunk's terms are found again by tokenising its text and its document's title
+   * with `analyzer` (default: the KB's configured analyzer, else `english`), which must be
+   * the one it was indexed with.
+   */
+  removeDocument(documentId: number, analyzer?: Analyzer): void {
+    for (const [id, kb, text, title] of this.documentChunks.all(documentId) as [
+      number,
+      string,
+      string,
+      string | null,
+    ][]) {
+      if (this.pendingOf.get(kb, id) !== undefined) {
+        this.dropPendingChunk.run(kb, id);
+        continue;
+      }
+      const options = analyzerOptions(analyzer ?? this.analyzerOf(kb));
+      const terms = new Set(tokenize(text, options));
+      if (title) for (const t of tokenize(title, options)) terms.add(TITLE_FIELD_PREFIX + t);
+      for (const term of terms) this.removePosting(kb, term, id);
+    }
+  }
+
+  /** Removes chunk `id` from a term's list (nothing when it is not there). */
+  private removePosting(kb: string, term: string, id: number): void {
+    const row = this.blockAt.get(kb, term, id) as [number, Buffer] | undefined;
+    if (!row) return;
+    const [lastId, data] = row;
+    const list = decodeBlock(data, emptyList());
+    const at = list.ids.indexOf(id);
+    if (at < 0) return;
+    list.ids.splice(at, 1);
+    list.tfs.splice(at, 1);
+    list.lens.splice(at, 1);
+    if (list.ids.length === 0) this.deleteBlock.run(kb, term, lastId);
+    else {
+      const { maxTf, minLen } = blockBounds(list, 0, list.ids.length);
+      this.updateBlock.run(
+        list.ids[list.ids.length - 1],
+        list.ids.length,
+        maxTf,
+        minLen,
+        encodeBlock(list, 0, list.ids.length),
+        kb,
+        term,
+        lastId,
+      );
+    }
+    this.addDf.run(kb, term, -1);
+    this.dropEmptyTerm.run(kb, term);
+  }
+
+  /** The analyzer a KB is configured with (`english` when the KB has no catalog row). */
+  private analyzerOf(kb: string): Analyzer {
+    const config = this.kbConfig.get(kb) as string | undefined;
+    if (!config) return "english";
+    try {
+      return (JSON.parse(config) as { retrieval?: { analyzer?: Analyzer } }).retrieval?.analyzer ?? "english";
+    } catch {
+      return "english";
+    }
+  }
+
+  /**
+   * Every chunk id with at least one posting in `kb` (merged or pending), for consistency
+   * checks: it reads the whole index.
+   */
+  indexedChunkIds(kb: string): Set<number> {
+    const out = new Set<number>();
+    const list = emptyList();
+    for (const data of this.db.prepare("SELECT data FROM kw_blocks WHERE kb = ?").pluck().all(kb) as Buffer[])
+      decodeBlock(data, list);
+    for (const id of list.ids) out.add(id);
+    for (const id of this.db
+      .prepare("SELECT chunk_id FROM kw_pending WHERE kb = ?")
+      .pluck()
+      .all(kb) as number[])
+      out.add(id);
+    return out;
+  }
+
+  /** Pending postings of `kb` by term, parsed once per state of the KB. */
+  private pending(kb: string, state: string): Map<string, PostingList> {
+    const cached = this.pendingCache.get(kb);
+    if (cached && cached.state === state) return cached.lists;
+    const lists = new Map<string, PostingList>();
+    for (const [id, terms] of this.pendingRows.all(kb) as [number, string][]) parsePending(id, terms, lists);
+    this.pendingCache.set(kb, { state, lists });
+    return lists;
+  }
+
+  /** A term's whole list: its blocks and its pending postings. */
+  private readList(kb: string, term: string, pending: PostingList | undefined): PostingList {
+    const list = emptyList();
+    for (const data of this.allBlocks.all(kb, term) as Buffer[]) decodeBlock(data, list);
+    if (pending) {
+      list.ids.push(...pending.ids);
+      list.tfs.push(...pending.tfs);
+      list.lens.push(...pending.lens);
+    }
+    return list;
+  }
+
+  /** The postings of a term for the chunk ids in `wanted` only, reading just the blocks that hold them. */
+  private probeList(
+    kb: string,
+    term: string,
+    wanted: readonly number[],
+    pending: PostingList | undefined,
+  ): PostingList {
+    const out = emptyList();
+    const ids = [...wanted].sort((a, b) => a - b);
+    let covered = 0;
+    for (const id of ids) {
+      if (id <= covered) continue;
+      const row = this.blockAt.get(kb, term, id) as [number, Buffer] | undefined;
+      if (!row) break;
+      covered = row[0];
+      decodeBlock(row[1], out);
+    }
+    if (pending) {
+      out.ids.push(...pending.ids);
+      out.tfs.push(...pending.tfs);
+      out.lens.push(...pending.lens);
+    }
+    return out;
   }
 
   /**
@@ -186,10 +449,21 @@ export class Bm25Index {
    * repeat count once per occurrence. Only chunks sharing a term with the query
    * are returned (all with score > 0); an empty query, an empty corpus or
    * `topK` ≤ 0 gives [].
+   *
+   * `allowed` (a metadata filter's chunks) restricts the search to those chunks before
+   * top-k: postings of other chunks are skipped, so the top k are the best allowed chunks
+   * and MaxScore stays exact (its bounds hold for any subset). Statistics (N, df, average
+   * lengths) stay the whole KB's, so a chunk scores the same with and without a filter.
    */
-  search(kb: string, query: string, topK: number, params: Bm25Params): Bm25Hit[] {
+  search(
+    kb: string,
+    query: string,
+    topK: number,
+    params: Bm25Params,
+    allowed?: ReadonlySet<number>,
+  ): Bm25Hit[] {
     const queryTerms = termFrequencies(tokenize(query, analyzerOptions(params.analyzer ?? "english")));
-    if (queryTerms.size === 0 || !(topK > 0)) return [];
+    if (queryTerms.size === 0 || !(topK > 0) || allowed?.size === 0) return [];
     const stats = this.statsOf.get(kb) as
       | { chunks: number; body_tokens: number; title_tokens: number; version: number }
       | undefined;
@@ -201,6 +475,7 @@ export class Bm25Index {
       this.dfCache.set(kb, cached);
     }
     const dfs = cached.df;
+    const pending = this.pending(kb, state);
     const N = stats.chunks;
     const titleWeight = params.titleWeight ?? DEFAULT_BM25_PARAMS.titleWeight;
     const k1 = params.k1;
@@ -208,7 +483,7 @@ export class Bm25Index {
     const addList = (term: string, weight: number, avg: number) => {
       let df = dfs.get(term);
       if (df === undefined) {
-        df = this.dfOf.get(kb, term) as number;
+        df = ((this.dfOf.get(kb, term) as number | undefined) ?? 0) + (pending.get(term)?.ids.length ?? 0);
         dfs.set(term, df);
       }
       if (df === 0) return;
@@ -242,8 +517,11 @@ export class Bm25Index {
         if (bound < theta) break;
       }
       const list = lists[i] as QueryList;
-      for (const [id, tf, len] of this.listOf.all(kb, list.term) as [number, number, number][]) {
-        const s = (scores.get(id) ?? 0) + score(list, tf, len);
+      const { ids, tfs, lens } = this.readList(kb, list.term, pending.get(list.term));
+      for (let j = 0; j < ids.length; j++) {
+        const id = ids[j] as number;
+        if (allowed && !allowed.has(id)) continue; // filtered out (see `allowed`)
+        const s = (scores.get(id) ?? 0) + score(list, tfs[j] as number, lens[j] as number);
         scores.set(id, s);
         if (s > best) best = s;
       }
@@ -254,19 +532,74 @@ export class Bm25Index {
       if (!first) theta = kthLargest(scores, topK);
       for (const [id, s] of scores) if (s + (rest[i] as number) < theta) scores.delete(id);
       const list = lists[i] as QueryList;
-      const rows =
-        scores.size * 4 < list.df
-          ? (this.probe.all(kb, list.term, JSON.stringify([...scores.keys()])) as [number, number, number][])
-          : (this.listOf.all(kb, list.term) as [number, number, number][]);
-      for (const [id, tf, len] of rows) {
+      const termPending = pending.get(list.term);
+      const blocks = Math.ceil(list.df / BLOCK_POSTINGS);
+      const { ids, tfs, lens } =
+        scores.size * 2 < blocks && scores.size * 2 < (this.blockCount.get(kb, list.term) as number)
+          ? this.probeList(kb, list.term, [...scores.keys()], termPending)
+          : this.readList(kb, list.term, termPending);
+      for (let j = 0; j < ids.length; j++) {
+        const id = ids[j] as number;
         const s = scores.get(id);
-        if (s !== undefined) scores.set(id, s + score(list, tf, len));
+        if (s !== undefined) scores.set(id, s + score(list, tfs[j] as number, lens[j] as number));
       }
     }
     theta = scores.size > topK ? kthLargest(scores, topK) : Number.NEGATIVE_INFINITY;
     const hits: Bm25Hit[] = [];
     for (const [chunkId, s] of scores) if (s >= theta) hits.push({ chunkId, score: s });
     return hits.sort((x, y) => y.score - x.score || x.chunkId - y.chunkId).slice(0, topK);
+  }
+}
+
+/** A chunk's BM25 fields, tokenised: both lengths and its terms in the `kw_pending` layout. */
+export interface AnalyzedChunk extends FieldLengths {
+  /** Body length, title length, then `term␂tf` entries (title terms prefixed), joined by ␁. */
+  terms: string;
+}
+
+/**
+ * Tokenises a chunk's text and its document's title (the title field) with `analyzer`,
+ * for {@link Bm25Index.indexAnalyzed}.
+ */
+export function analyzeChunk(text: string, analyzer: Analyzer = "english", title = ""): AnalyzedChunk {
+  const options = analyzerOptions(analyzer);
+  const tokens = tokenize(text, options);
+  const titleTokens = title ? tokenize(title, options) : [];
+  const parts = [String(tokens.length), String(titleTokens.length)];
+  for (const [term, tf] of termFrequencies(tokens)) parts.push(term + TF_SEPARATOR + tf);
+  for (const [term, tf] of termFrequencies(titleTokens))
+    parts.push(TITLE_FIELD_PREFIX + term + TF_SEPARATOR + tf);
+  return { body: tokens.length, title: titleTokens.length, terms: parts.join(TERM_SEPARATOR) };
+}
+
+/** Pending chunks a {@link Bm25Index} collects before merging them into the posting blocks. */
+export const PENDING_MERGE_CHUNKS = 2048;
+
+/** Separates the entries of a `kw_pending.terms` value (the tokenizer never emits control characters). */
+const TERM_SEPARATOR = "\u0001";
+/** Separates a term from its frequency in a `kw_pending.terms` entry. */
+const TF_SEPARATOR = "\u0002";
+
+/**
+ * Adds the postings of one pending chunk (`kw_pending.terms`: body length, title length,
+ * then `term␂tf` entries, all joined by ␁) to `into`. Chunks must come in id order.
+ */
+function parsePending(id: number, terms: string, into: Map<string, PostingList>): void {
+  const parts = terms.split(TERM_SEPARATOR);
+  const bodyLength = Number(parts[0]);
+  const titleLength = Number(parts[1]);
+  for (let i = 2; i < parts.length; i++) {
+    const entry = parts[i] as string;
+    const cut = entry.lastIndexOf(TF_SEPARATOR);
+    const term = entry.slice(0, cut);
+    let list = into.get(term);
+    if (!list) {
+      list = emptyList();
+      into.set(term, list);
+    }
+    list.ids.push(id);
+    list.tfs.push(Number(entry.slice(cut + 1)));
+    list.lens.push(term.startsWith(TITLE_FIELD_PREFIX) ? titleLength : bodyLength);
   }
 }
 

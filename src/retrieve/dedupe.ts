@@ -20,6 +20,19 @@ export const DEFAULT_DEDUP_THRESHOLD = 0.9;
  * words kept. Punctuation-only or empty text gives the empty set.
  */
 export function tokenSet(text: string): Set<string> {
+  const known = tokenSets.get(text);
+  if (known) return known;
+  const out = computeTokenSet(text);
+  if (tokenSets.size >= TOKEN_SET_CACHE) tokenSets.clear();
+  tokenSets.set(text, out);
+  return out;
+}
+
+/** Token sets kept by {@link tokenSet} (search dedupes the same popular chunks query after query). */
+const TOKEN_SET_CACHE = 4096;
+const tokenSets = new Map<string, Set<string>>();
+
+function computeTokenSet(text: string): Set<string> {
   const out = new Set<string>();
   for (const [run] of text.normalize("NFKC").toLowerCase().matchAll(WORD_RUN)) {
     if (!CJK_CHAR.test(run)) {

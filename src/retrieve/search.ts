@@ -18,11 +18,12 @@
  *   fused by RRF, then reranked as hybrid_rerank.
  */
 import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
-import type { Catalog, KbRecord, StoredChunk } from "../store/catalog.js";
+import type { Catalog, FilteredChunks, KbRecord, StoredChunk } from "../store/catalog.js";
 import type { VectorHit, VectorStore } from "../store/contract.js";
 import { type Attribution, attribute, formatCitation } from "./attribution.js";
 import type { Bm25Index } from "./bm25.js";
 import { removeNearDuplicates } from "./dedupe.js";
+import { andFilters, type Filter, isEmptyFilter, MAX_FILTER_LIST, parseFilter } from "./filter.js";
 import { reciprocalRankFusion, weightedScoreFusion } from "./fusion.js";
 import { tokenize } from "./tokenizer.js";
 
@@ -64,6 +65,11 @@ export interface KbRetrievalOverrides {
   /** Minimum final score for this KB's results (0 means 0: no threshold). */
   minScore?: number;
   mode?: RetrievalMode;
+  /**
+   * A filter that always applies to this KB (an agent attachment's fixed restriction),
+   * ANDed with the search's own {@link RetrievalOptions.filter}; it cannot be lifted.
+   */
+  filter?: Filter;
 }
 
 /** Options of one search; unset fields come from each KB's retrieval config. */
@@ -80,6 +86,11 @@ export interface RetrievalOptions {
   fallbackBelowThreshold?: boolean;
   keepDuplicates?: boolean;
   perKb?: Record<string, KbRetrievalOverrides>;
+  /**
+   * Metadata filter (see `filter.ts`): only matching chunks are retrieved, in both the
+   * keyword and the vector list, before top-k.
+   */
+  filter?: Filter;
 }
 
 /** Ranks and scores of one result at each stage, for `--explain`. */
@@ -165,6 +176,7 @@ async function candidatesFor(
   mode: RetrievalMode,
   depth: number,
   options: RetrievalOptions,
+  restriction: FilteredChunks | undefined,
   warn?: (message: string) => void,
 ): Promise<{ list: Candidate[]; exhausted: boolean }> {
   const r = kb.config.retrieval;
@@ -185,9 +197,16 @@ async function candidatesFor(
     let found: VectorHit[] | undefined;
     try {
       const store = await deps.store(kb.config);
-      if (await store.info(collection)) {
+      if (restriction?.ids.length === 0) found = [];
+      else if (
+        store.hasCollection
+          ? await store.hasCollection(collection)
+          : (await store.info(collection)) !== undefined
+      ) {
         const vector = await deps.embedQuery(kb.config, text);
-        found = await store.search(collection, vector, { topK: want, scoreThreshold: r.vectorMinScore });
+        found = restriction
+          ? await restrictedVectorSearch(deps, kb, store, collection, vector, want, restriction)
+          : await store.search(collection, vector, { topK: want, scoreThreshold: r.vectorMinScore });
       }
     } catch (err) {
       // With BM25 to fall back on, an unreachable store or embedder degrades the search instead of failing it.
@@ -204,7 +223,9 @@ async function candidatesFor(
         kb.name,
         found.map((h) => Number(h.id)),
       );
-      const hits = found.filter((h) => known.has(Number(h.id)));
+      const hits = found.filter(
+        (h) => known.has(Number(h.id)) && (!restriction || restriction.set.has(Number(h.id))),
+      );
       hits.forEach((h, i) => {
         const c = get(Number(h.id));
         c.vector = h.score;
@@ -219,12 +240,13 @@ async function candidatesFor(
   }
   if (USES_BM25.has(mode)) {
     const want = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
-    const hits = deps.bm25.search(kb.name, text, want, {
-      k1: r.bm25K1,
-      b: r.bm25B,
-      analyzer: r.analyzer,
-      titleWeight: r.bm25TitleWeight,
-    });
+    const hits = deps.bm25.search(
+      kb.name,
+      text,
+      want,
+      { k1: r.bm25K1, b: r.bm25B, analyzer: r.analyzer, titleWeight: r.bm25TitleWeight },
+      restriction?.set,
+    );
     if (hits.length === want) exhausted = false;
     hits.forEach((h, i) => {
       const c = get(h.chunkId);
@@ -276,6 +298,63 @@ async function candidatesFor(
   }
   for (const c of list) c.final = mode === "keyword" ? (c.keyword ?? 0) : c.retrieval;
   return { list, exhausted };
+}
+
+/** Most conditions of a filter pushed down to a vector store for a restriction (see below). */
+const PUSHDOWN_CONDITIONS = 600;
+
+/**
+ * Vector hits among a filter's chunks, best first. The restriction is pushed into the
+ * store's own filter as the chunks' `documentId` (whole documents) and `chunkIndex`
+ * (documents of which only some chunks match), payload fields every store holds, so the
+ * store applies it before top-k. A restriction too scattered for one filter (more than
+ * {@link PUSHDOWN_CONDITIONS} conditions) is applied to an over-fetched list instead,
+ * widened until `want` hits pass or the store has no more (up to 10,000 candidates).
+ */
+async function restrictedVectorSearch(
+  deps: RetrievalDeps,
+  kb: KbRecord,
+  store: VectorStore,
+  collection: string,
+  vector: Float32Array,
+  want: number,
+  restriction: FilteredChunks,
+): Promise<VectorHit[]> {
+  const scoreThreshold = kb.config.retrieval.vectorMinScore;
+  const perDocument = new Map<number, number[]>();
+  restriction.documentIds.forEach((doc, i) => {
+    let list = perDocument.get(doc);
+    if (!list) {
+      list = [];
+      perDocument.set(doc, list);
+    }
+    list.push(restriction.chunkIndexes[i] as number);
+  });
+  const whole: number[] = [];
+  const partial: Filter[] = [];
+  for (const [doc, indexes] of perDocument) {
+    if (indexes.length >= (restriction.documentChunks.get(doc) ?? 0)) whole.push(doc);
+    else if (partial.length < PUSHDOWN_CONDITIONS)
+      for (let i = 0; i < indexes.length; i += MAX_FILTER_LIST)
+        partial.push({ documentId: doc, chunkIndex: { $in: indexes.slice(i, i + MAX_FILTER_LIST) } });
+  }
+  const conditions = Math.ceil(whole.length / MAX_FILTER_LIST) + 2 * partial.length;
+  if (conditions <= PUSHDOWN_CONDITIONS) {
+    const any: Filter[] = [];
+    for (let i = 0; i < whole.length; i += MAX_FILTER_LIST)
+      any.push({ documentId: { $in: whole.slice(i, i + MAX_FILTER_LIST) } });
+    any.push(...partial);
+    const filter = any.length === 1 ? (any[0] as Filter) : { $or: any };
+    return store.search(collection, vector, { topK: want, scoreThreshold, filter });
+  }
+  const total = Math.max(1, deps.catalog.counts(kb.name).chunks);
+  let fetch = Math.min(10_000, Math.ceil((want * total * 2) / restriction.ids.length));
+  for (;;) {
+    const hits = await store.search(collection, vector, { topK: fetch, scoreThreshold });
+    const kept = hits.filter((h) => restriction.set.has(Number(h.id)));
+    if (kept.length >= want || hits.length < fetch || fetch >= 10_000) return kept.slice(0, want);
+    fetch = Math.min(10_000, fetch * 4);
+  }
 }
 
 /**
@@ -333,13 +412,14 @@ async function retrieveKb(
   depth: number,
   options: RetrievalOptions,
   outcome: RetrievalOutcome,
+  restriction: FilteredChunks | undefined,
 ): Promise<{ list: Candidate[]; exhausted: boolean }> {
   const r = kb.config.retrieval;
   const baseMode: RetrievalMode = mode === "hybrid_rerank" || mode === "advanced" ? "hybrid" : mode;
   const warn = (message: string): void => {
     if (!outcome.warnings.includes(message)) outcome.warnings.push(message);
   };
-  let { list, exhausted } = await candidatesFor(deps, kb, query, baseMode, depth, options, warn);
+  let { list, exhausted } = await candidatesFor(deps, kb, query, baseMode, depth, options, restriction, warn);
   if (mode === "advanced") {
     const max = Math.max(0, r.expansionVariants - 1);
     const expander = deps.expander?.(kb.config);
@@ -365,7 +445,7 @@ async function retrieveKb(
       const runs = [
         { list, exhausted },
         ...(await Promise.all(
-          variants.map((v) => candidatesFor(deps, kb, v, "hybrid", depth, options, warn)),
+          variants.map((v) => candidatesFor(deps, kb, v, "hybrid", depth, options, restriction, warn)),
         )),
       ];
       exhausted = runs.every((x) => x.exhausted);
@@ -475,13 +555,30 @@ export async function retrieve(
   const topK = options.topK ?? first.config.retrieval.topK;
   const instruction = isInstructionQuery(query);
   const outcome: RetrievalOutcome = { results: [], rerankers: {}, variants: {}, warnings: [] };
+  // Each KB's filter (the search's, ANDed with the KB's fixed one) as the chunks it lets through.
+  const restrictions = new Map<string, FilteredChunks>();
+  for (const kb of kbs) {
+    const filter = andFilters(options.filter, options.perKb?.[kb.name]?.filter);
+    if (!filter) continue;
+    const node = parseFilter(filter);
+    if (!isEmptyFilter(node)) restrictions.set(kb.name, deps.catalog.filterChunks(kb.name, node));
+  }
 
   const rank = async (depth: number) => {
     const perKb = await Promise.all(
       kbs.map(async (kb) => {
         const over = options.perKb?.[kb.name] ?? {};
         const mode = over.mode ?? options.mode ?? kb.config.retrieval.mode;
-        const { list, exhausted } = await retrieveKb(deps, kb, query, mode, depth, options, outcome);
+        const { list, exhausted } = await retrieveKb(
+          deps,
+          kb,
+          query,
+          mode,
+          depth,
+          options,
+          outcome,
+          restrictions.get(kb.name),
+        );
         const minScore = instruction
           ? 0
           : (over.minScore ?? options.minScore ?? kb.config.retrieval.minScore);
@@ -535,12 +632,21 @@ export async function retrieve(
   if (instruction) {
     // Prefer the most recently ingested document among the KBs: its chunks first, in reading order.
     const latest = kbs
-      .map((kb) => deps.catalog.latestDocument(kb.name))
+      .map((kb) => {
+        const restriction = restrictions.get(kb.name);
+        return restriction
+          ? deps.catalog.latestDocumentAmong([...new Set(restriction.documentIds)])
+          : deps.catalog.latestDocument(kb.name);
+      })
       .filter((d): d is NonNullable<typeof d> => d !== undefined)
       .sort((a, b) => (a.ingestedAt < b.ingestedAt ? 1 : a.ingestedAt > b.ingestedAt ? -1 : 0))[0];
     if (latest) {
       // The document's first chunks in reading order, whether retrieval found them or not.
-      const ids = deps.catalog.chunkIds(latest.id).slice(0, topK);
+      const allowed = restrictions.get(latest.kb)?.set;
+      const ids = deps.catalog
+        .chunkIds(latest.id)
+        .filter((id) => !allowed || allowed.has(id))
+        .slice(0, topK);
       const chunks = deps.catalog.loadChunks(ids);
       const kb = kbs.find((k) => k.name === latest.kb) as KbRecord;
       const found = new Map(rows.filter((x) => x.chunk.documentId === latest.id).map((x) => [x.chunk.id, x]));

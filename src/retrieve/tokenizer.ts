@@ -100,10 +100,12 @@ export function tokenize(text: string, options: TokenizeOptions = {}): string[] 
   const dropStop = options.stopWords ?? true;
   const cjk = options.cjk ?? DEFAULT_CJK_SEGMENTATION;
   const out: string[] = [];
+  const words = wordCache(stem, dropStop, cjk);
+  let terms: string[] = [];
   const push = (raw: string): void => {
     if (raw.length === 0) return;
     if (dropStop && ENGLISH_STOP_WORDS.has(raw)) return;
-    out.push(stem && LATIN_ALPHA.test(raw) && raw.length > 2 ? stemmer(raw) : raw);
+    terms.push(stem && LATIN_ALPHA.test(raw) && raw.length > 2 ? stemmer(raw) : raw);
   };
   const pushWord = (word: string): void => {
     const w = word.replace(EDGE_JOINERS, "");
@@ -111,27 +113,55 @@ export function tokenize(text: string, options: TokenizeOptions = {}): string[] 
       push(w);
       return;
     }
-    out.push(w);
+    terms.push(w);
     for (const part of w.split(JOINERS)) push(part);
   };
   const normalized = text.normalize("NFKC").toLowerCase();
   for (const match of normalized.matchAll(WORD)) {
-    let word = match[0];
-    if (word.endsWith("'s") || word.endsWith("’s")) word = word.slice(0, -2);
-    if (!CJK.test(word)) {
-      pushWord(word);
+    const matched = match[0];
+    const known = words.get(matched);
+    if (known !== undefined) {
+      for (const term of known) out.push(term);
       continue;
     }
-    let last = 0;
-    for (const run of word.matchAll(CJK_RUN)) {
-      const index = run.index ?? 0;
-      if (index > last) pushWord(word.slice(last, index));
-      pushCjk(run[0], cjk, push);
-      last = index + run[0].length;
+    terms = [];
+    let word = matched;
+    if (word.endsWith("'s") || word.endsWith("’s")) word = word.slice(0, -2);
+    if (!CJK.test(word)) pushWord(word);
+    else {
+      let last = 0;
+      for (const run of word.matchAll(CJK_RUN)) {
+        const index = run.index ?? 0;
+        if (index > last) pushWord(word.slice(last, index));
+        pushCjk(run[0], cjk, push);
+        last = index + run[0].length;
+      }
+      if (last < word.length) pushWord(word.slice(last));
     }
-    if (last < word.length) pushWord(word.slice(last));
+    if (words.size >= WORD_CACHE_SIZE) words.clear();
+    words.set(matched, terms);
+    for (const term of terms) out.push(term);
   }
   return out;
+}
+
+/** Words whose terms a {@link wordCache} keeps before starting over. */
+const WORD_CACHE_SIZE = 200_000;
+const wordCaches = new Map<string, Map<string, string[]>>();
+
+/**
+ * The word → terms memo for one combination of options (a word's terms depend only on the
+ * word and the options): a corpus repeats its vocabulary, so each distinct word is split,
+ * stop-filtered and Porter-stemmed once. Stemming dominated indexing time before.
+ */
+function wordCache(stem: boolean, dropStop: boolean, cjk: CjkSegmentation): Map<string, string[]> {
+  const key = `${stem ? 1 : 0}${dropStop ? 1 : 0}${cjk}`;
+  let cache = wordCaches.get(key);
+  if (!cache) {
+    cache = new Map();
+    wordCaches.set(key, cache);
+  }
+  return cache;
 }
 
 /** Emits the terms of one run of CJK characters. */

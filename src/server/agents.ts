@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { DEFAULT_INLINE_LIMIT } from "../agent/routing.js";
 import { parseRetrievalMode, type RetrievalMode } from "../config.js";
+import { type Filter, mapFilterValues } from "../retrieve/filter.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import type { Db } from "../store/database.js";
 import { HttpError } from "./errors.js";
@@ -21,6 +22,11 @@ export interface AttachmentRetrievalConfig {
   minScore?: number;
   /** Retrieval strategy for this KB (default the KB's own). */
   mode?: RetrievalMode;
+  /**
+   * A metadata filter that always applies to this KB's results (in the tenant's KB names),
+   * ANDed with a request's own filter, so an agent can never see past it.
+   */
+  filter?: Filter;
 }
 
 /** A KB attached to an agent. */
@@ -49,9 +55,16 @@ export interface Agent {
   updatedAt: string;
 }
 
-/** Per-KB search overrides (`perKb`) from an attachment's retrieval settings. */
-export function overridesOf(config: AttachmentRetrievalConfig): KbRetrievalOverrides {
+/**
+ * Per-KB search overrides (`perKb`) from an attachment's retrieval settings; `kbName` maps
+ * the tenant's KB names in the fixed filter's `kb` conditions to catalog names.
+ */
+export function overridesOf(
+  config: AttachmentRetrievalConfig,
+  kbName: (name: string) => string = (name) => name,
+): KbRetrievalOverrides {
   const out: KbRetrievalOverrides = {};
+  if (config.filter !== undefined) out.filter = mapFilterValues(config.filter, "kb", kbName);
   if (config.maxResults !== undefined) out.maxResults = config.maxResults;
   if (config.minScore !== undefined) out.minScore = config.minScore;
   if (config.mode !== undefined) out.mode = parseRetrievalMode(config.mode);

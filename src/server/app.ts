@@ -29,8 +29,10 @@ import { ConfigError, ExtractionError } from "../errors.js";
 import type { ExtractOptions } from "../extract/contract.js";
 import { DEFAULT_EXTRACTION_LIMITS } from "../extract/contract.js";
 import { extractBytes } from "../extract/index.js";
+import { checkUserMetadata } from "../ingest/pipeline.js";
 import type { DeepPartial, KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
 import { createReranker } from "../rerank/index.js";
+import { type Filter, type FilterScalar, mapFilterValues, parseFilter } from "../retrieve/filter.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import { redactSecrets } from "../secrets.js";
 import type { KbRecord } from "../store/catalog.js";
@@ -330,12 +332,18 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       const files: UploadedFile[] = [];
       /** Client file names by upload name: two parts with one name would be one document (the first lost). */
       const given = new Map<string, { raw: string; part: number }>();
+      const metadata: { meta: Record<string, FilterScalar>; tags: string[] } = { meta: {}, tags: [] };
       try {
         for await (const part of request.parts()) {
           if (part.type !== "file") {
+            // `meta` (key=value, or a JSON object) and `tag` fields: user metadata of every document.
+            if (part.fieldname === "meta" || part.fieldname === "tag") {
+              addUploadMetadata(metadata, part.fieldname, String(part.value));
+              continue;
+            }
             throw new HttpError(
               400,
-              `unexpected form field "${part.fieldname}": send only file parts`,
+              `unexpected form field "${part.fieldname}": send file parts, and optionally "meta" (key=value or a JSON object) and "tag" fields`,
               part.fieldname,
             );
           }
@@ -368,6 +376,15 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
         if (files.length === 0) {
           throw new HttpError(400, "no files: send one or more file parts as multipart/form-data");
         }
+        try {
+          checkUserMetadata(metadata, "meta");
+        } catch (error) {
+          throw new HttpError(
+            400,
+            (error as Error).message,
+            error instanceof Error && /^tags/.test(error.message) ? "tag" : "meta",
+          );
+        }
       } catch (error) {
         await jobs.release(dir);
         throw error;
@@ -380,6 +397,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
         internalKb: kb.name,
         files,
         embed: request.query.embed !== "false",
+        metadata: Object.keys(metadata.meta).length > 0 || metadata.tags.length > 0 ? metadata : undefined,
       });
       return reply.code(202).header("location", `/jobs/${job.id}`).send(job);
     },
@@ -499,10 +517,11 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   }>("/agents", { schema: schemas.createAgent }, async (request, reply) => {
     const { tenant } = request;
     const body = request.body;
-    const kbs = (body.kbs ?? []).map((a, i) => ({
-      kb: resolveAttachment(tenant, a.kb, `kbs.${i}.kb`),
-      retrievalConfig: a.retrievalConfig ?? {},
-    }));
+    const kbs = (body.kbs ?? []).map((a, i) => {
+      if (a.retrievalConfig?.filter !== undefined)
+        parseFilter(a.retrievalConfig.filter, `kbs.${i}.retrievalConfig.filter`);
+      return { kb: resolveAttachment(tenant, a.kb, `kbs.${i}.kb`), retrievalConfig: a.retrievalConfig ?? {} };
+    });
     const agent = agents.create(tenant, { ...body, kbs });
     return reply.code(201).header("location", `/agents/${agent.id}`).send(agentView(tenant, agent));
   });
@@ -546,6 +565,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     const { tenant } = request;
     requireAgent(tenant, request.params.id);
     const internal = resolveAttachment(tenant, request.params.kb);
+    if (request.body?.retrievalConfig?.filter !== undefined)
+      parseFilter(request.body.retrievalConfig.filter, "retrievalConfig.filter");
     const agent = agents.setAttachment(
       tenant,
       request.params.id,
@@ -571,7 +592,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     },
   );
 
-  app.post<{ Params: { id: string }; Body: { query: string; topK?: number } }>(
+  app.post<{ Params: { id: string }; Body: { query: string; topK?: number; filter?: Filter } }>(
     "/agents/:id/retrieve",
     { schema: schemas.retrieve },
     async (request) => {
@@ -592,8 +613,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
         };
       }
       const perKb: Record<string, KbRetrievalOverrides> = {};
-      for (const a of attached) perKb[a.kb] = overridesOf(a.retrievalConfig);
-      const response = await kl.search(request.body.query, { kbs: attached.map((a) => a.kb), perKb, topK });
+      const kbName = (name: string) => internalKbName(tenant, name);
+      for (const a of attached) perKb[a.kb] = overridesOf(a.retrievalConfig, kbName);
+      const response = await kl.search(request.body.query, {
+        kbs: attached.map((a) => a.kb),
+        perKb,
+        topK,
+        filter: tenantFilter(tenant, request.body.filter),
+      });
       return { agent: agent.id, ...searchView(tenant, response) };
     },
   );
@@ -773,6 +800,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       topK?: number;
       mode?: RetrievalMode | "vector";
       minScore?: number;
+      filter?: Filter;
     };
   }>("/search", { schema: schemas.search }, async (request) => {
     const { tenant } = request;
@@ -797,11 +825,50 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       topK: body.topK,
       mode: body.mode,
       minScore: body.minScore,
+      filter: tenantFilter(tenant, body.filter),
     });
     return searchView(tenant, response);
   });
 
   return app;
+}
+
+/** Adds an upload's `meta` field (`key=value`, or a JSON object of them) or `tag` field to `into`. */
+function addUploadMetadata(
+  into: { meta: Record<string, FilterScalar>; tags: string[] },
+  field: "meta" | "tag",
+  value: string,
+): void {
+  if (field === "tag") {
+    into.tags.push(value);
+    return;
+  }
+  const text = value.trim();
+  if (text.startsWith("{")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw new HttpError(400, `form field "meta": not valid JSON: ${(error as Error).message}`, "meta");
+    }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+      throw new HttpError(400, 'form field "meta": expected a JSON object or key=value', "meta");
+    Object.assign(into.meta, parsed);
+    return;
+  }
+  const eq = text.indexOf("=");
+  if (eq <= 0) throw new HttpError(400, 'form field "meta": expected key=value or a JSON object', "meta");
+  into.meta[text.slice(0, eq).trim()] = text.slice(eq + 1);
+}
+
+/**
+ * A request's filter, validated (a FilterError names the position: 400), with the tenant's
+ * KB names in `kb` conditions turned into catalog names.
+ */
+function tenantFilter(tenant: string, filter: Filter | undefined): Filter | undefined {
+  if (filter === undefined) return undefined;
+  parseFilter(filter);
+  return mapFilterValues(filter, "kb", (name) => internalKbName(tenant, name));
 }
 
 /**

@@ -3,7 +3,7 @@
  * with its text, and deletion (catalog rows, BM25 postings and vectors).
  */
 import type { KnowledgeLayer } from "../knowledge-layer.js";
-import type { KbRecord } from "../store/catalog.js";
+import { decodeDocumentText, type KbRecord } from "../store/catalog.js";
 import { collectionOf } from "../store/index.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 
@@ -73,9 +73,9 @@ export function getDocument(
 ): (DocumentView & { metadata: Record<string, unknown>; text: string }) | undefined {
   const row = kl.db
     .prepare(`SELECT ${COLUMNS}, metadata, text FROM documents WHERE kb = ? AND id = ?`)
-    .get(kb, id) as (DocumentRow & { metadata: string; text: string }) | undefined;
+    .get(kb, id) as (DocumentRow & { metadata: string; text: string | Buffer }) | undefined;
   if (!row) return undefined;
-  return { ...toView(row), metadata: JSON.parse(row.metadata), text: row.text };
+  return { ...toView(row), metadata: JSON.parse(row.metadata), text: decodeDocumentText(row.text) };
 }
 
 /** Ids of a KB's documents that came from source `path` (an upload and its child documents). */
@@ -113,7 +113,7 @@ export async function deleteDocuments(
       for (const id of ids) {
         if (owned.get(id, kb.name) === undefined) continue;
         const chunkIds = kl.catalog.chunkIds(id).map(String);
-        kl.bm25.removeDocument(id);
+        kl.bm25.removeDocument(id, kb.config.retrieval.analyzer);
         kl.catalog.deleteDocument(id);
         if (embedded) {
           if (chunkIds.length > 0) embedded.deleteSync(collection, chunkIds);

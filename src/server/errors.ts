@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ConfigError, KnowledgeLayerError } from "../errors.js";
+import { FilterError } from "../retrieve/filter.js";
 import { redactText } from "../secrets.js";
 import { tenantText } from "./tenancy.js";
 
@@ -111,6 +112,8 @@ export function installErrorHandlers(
       return send(error.statusCode, { error: error.message, field: error.field });
     if (error instanceof ConfigError)
       return send(400, { error: error.message, field: configErrorField(error.message) });
+    if (error instanceof FilterError)
+      return send(400, { error: error.message, field: error.message.slice(0, error.message.indexOf(":")) });
     if (error instanceof KnowledgeLayerError) {
       // A vector store that cannot be reached is the server's problem, not the request's.
       if (/cannot connect to vector store/.test(error.message)) {

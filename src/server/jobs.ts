@@ -16,11 +16,13 @@
  * (each file's documents are committed whole, so the KB holds what the job's
  * summary counts); their listeners get the final `done` event either way.
  */
+
 import { randomUUID } from "node:crypto";
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ExtractionError } from "../errors.js";
 import { extractBytes } from "../extract/index.js";
+import type { UserMetadata } from "../ingest/pipeline.js";
 import type { KnowledgeLayer } from "../knowledge-layer.js";
 import { redactText } from "../secrets.js";
 import type { ExtractedDocument } from "../types.js";
@@ -117,6 +119,8 @@ interface Job {
   kb: string;
   internalKb: string;
   embed: boolean;
+  /** User metadata of the upload's `meta` and `tag` fields, stored on every document. */
+  metadata?: UserMetadata;
   dir: string;
   files: UploadedFile[];
   status: JobStatus;
@@ -178,6 +182,7 @@ export class JobManager {
     internalKb: string;
     files: UploadedFile[];
     embed: boolean;
+    metadata?: UserMetadata;
   }): JobView {
     const job: Job = {
       ...input,
@@ -357,7 +362,12 @@ export class JobManager {
             const stale = documentIdsOfSource(this.kl, job.internalKb, file.name).filter(
               (d) => !uris.has(d.uri),
             );
-            const s = await this.kl.ingestDocuments(docs, { kb: job.internalKb, embed: job.embed });
+            const s = await this.kl.ingestDocuments(docs, {
+              kb: job.internalKb,
+              embed: job.embed,
+              metadata: job.metadata?.meta,
+              tags: job.metadata?.tags,
+            });
             for (const e of s.errors)
               summary.errors.push({ file: e.path, reason: tenantText(e.reason, job.tenant) });
             for (const w of s.warnings)

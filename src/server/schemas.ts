@@ -62,6 +62,14 @@ const idParams = {
   additionalProperties: false,
 } as const;
 
+/** A metadata filter (validated by `parseFilter`, whose errors name the position). */
+const filterSchema = {
+  type: "object",
+  additionalProperties: true,
+  description:
+    'metadata filter, e.g. {"type": "email", "date": {"$gte": "2024-03-01"}}: equality, $eq $ne $in $nin $lt $lte $gt $gte (numbers, ISO dates) $prefix $contains $exists, $and $or $not over source attributes (type, path, uri, title, author, from, to, subject, date, channel, user, language, page, headingPath, tags, kb…) and user metadata',
+} as const;
+
 /** Settings of a KB attached to an agent (passed to search as per-KB overrides). */
 export const RETRIEVAL_CONFIG_SCHEMA = {
   type: "object",
@@ -70,6 +78,10 @@ export const RETRIEVAL_CONFIG_SCHEMA = {
     maxResults: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
     minScore: { type: "number", minimum: 0 },
     mode: modeSchema,
+    filter: {
+      ...filterSchema,
+      description: `a filter that always applies to this KB's results (ANDed with a request's filter; it cannot be lifted): ${filterSchema.description}`,
+    },
   },
 } as const;
 
@@ -213,7 +225,8 @@ export const schemas = {
   },
   uploadDocuments: {
     tags: ["documents"],
-    summary: "upload files (multipart/form-data, one or more file parts) and ingest them in a background job",
+    summary:
+      "upload files (multipart/form-data, one or more file parts; optional `meta` fields, key=value or a JSON object, and `tag` fields set user metadata on every document) and ingest them in a background job",
     description:
       "Each file part is ingested under its file name (the document's uri, path and citation); uploading a name again replaces that document, and two file parts of one name in one upload are a 400 naming it (nothing stored). Answers 202 with the job; follow it with GET /jobs/:id or GET /jobs/:id/events.",
     security,
@@ -420,6 +433,7 @@ export const schemas = {
       properties: {
         query: { type: "string", minLength: 1, maxLength: MAX_QUERY_CHARS },
         topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
+        filter: filterSchema,
       },
     },
     response: { 200: searchResponse, ...errors },
@@ -637,6 +651,7 @@ export const schemas = {
         topK: { type: "integer", minimum: 1, maximum: MAX_API_TOP_K },
         mode: modeSchema,
         minScore: { type: "number", minimum: 0 },
+        filter: filterSchema,
       },
     },
     response: { 200: searchResponse, ...errors },

@@ -1,12 +1,30 @@
 import { randomUUID } from "node:crypto";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
+import type { Statement } from "better-sqlite3";
+import { canonicalJson } from "../cache/keys.js";
 import {
   defaultKbConfig,
   type KnowledgeBaseConfig,
   parseRetrievalMode,
   validateKbConfig,
 } from "../config.js";
+import type { FilterNode } from "../retrieve/filter.js";
 import type { Chunk, DocumentMetadata } from "../types.js";
 import type { Db } from "./database.js";
+import { catalogField, compileSqliteFilter } from "./filter-sql.js";
+
+/** The chunks of a KB a filter lets through (see {@link Catalog.filterChunks}). */
+export interface FilteredChunks {
+  /** Chunk ids, ascending. */
+  ids: number[];
+  /** Document id and chunk index of each chunk, in the order of `ids`. */
+  documentIds: number[];
+  chunkIndexes: number[];
+  /** Chunk count of each document that has a chunk in `ids`. */
+  documentChunks: Map<number, number>;
+  /** `ids` as a set. */
+  set: ReadonlySet<number>;
+}
 
 /** A knowledge base as stored in the catalog. */
 export interface KbRecord {
@@ -61,11 +79,91 @@ export interface KbCounts {
  * one document happen in one transaction (see `ingest/pipeline.ts`).
  */
 export class Catalog {
+  /** Prepared statements by SQL text: preparing costs more than running a small statement. */
+  private readonly statements = new Map<string, Statement>();
+
   constructor(readonly db: Db) {}
+
+  /** The prepared statement for `sql`, prepared once per catalog. */
+  private prepare(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Recent {@link filterChunks} answers per KB, valid for one data version. */
+  private readonly filterCache = new Map<string, { version: string; result: FilteredChunks }>();
+
+  /**
+   * The chunks of knowledge base `kb` that match a filter (see `retrieve/filter.ts`), from
+   * one parameterised query over its chunks and documents (no filter value is spliced into
+   * the SQL). Answers are kept for the KB's current data version (the last 64 filters).
+   */
+  filterChunks(kb: string, filter: FilterNode): FilteredChunks {
+    const key = `${kb}\u0000${canonicalJson(filter)}`;
+    const version = this.dataVersion(kb);
+    const cached = this.filterCache.get(key);
+    if (cached && cached.version === version) return cached.result;
+    const where = compileSqliteFilter(filter, catalogField);
+    const rows = this.db
+      .prepare(
+        `SELECT c.id, c.document_id, c.chunk_index, d.chunk_count FROM chunks c JOIN documents d ON d.id = c.document_id
+         WHERE c.kb = ? AND ${where.sql} ORDER BY c.id`,
+      )
+      .raw()
+      .all(kb, ...where.params) as [number, number, number, number][];
+    const result: FilteredChunks = {
+      ids: rows.map((r) => r[0]),
+      documentIds: rows.map((r) => r[1]),
+      chunkIndexes: rows.map((r) => r[2]),
+      documentChunks: new Map(rows.map((r) => [r[1], r[3]])),
+      set: new Set(rows.map((r) => r[0])),
+    };
+    this.filterCache.delete(key);
+    this.filterCache.set(key, { version, result });
+    if (this.filterCache.size > 64) this.filterCache.delete(this.filterCache.keys().next().value as string);
+    return result;
+  }
+
+  /**
+   * Documents of `kb` (all KBs when undefined) by id, `limit` after id `afterId`; with a
+   * filter, those with at least one matching chunk.
+   */
+  listDocuments(
+    kb: string | undefined,
+    options: { filter?: FilterNode; afterId?: number; limit?: number } = {},
+  ): DocumentRecord[] {
+    const where = options.filter ? compileSqliteFilter(options.filter, catalogField) : undefined;
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM documents d WHERE (? IS NULL OR d.kb = ?) AND d.id > ?${
+          where ? ` AND EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id AND ${where.sql})` : ""
+        } ORDER BY d.id LIMIT ?`,
+      )
+      .all(
+        kb ?? null,
+        kb ?? null,
+        options.afterId ?? 0,
+        ...(where?.params ?? []),
+        options.limit ?? -1,
+      ) as DocumentRow[];
+    return rows.map(toDocumentRecord);
+  }
+
+  /** A document by id, with its metadata, or undefined. */
+  documentById(id: number): (DocumentRecord & { metadata: DocumentMetadata }) | undefined {
+    const row = this.db.prepare("SELECT * FROM documents WHERE id = ?").get(id) as
+      | (DocumentRow & { metadata: string })
+      | undefined;
+    return row && { ...toDocumentRecord(row), metadata: JSON.parse(row.metadata) };
+  }
 
   /** Returns a knowledge base, or undefined. */
   getKb(name: string): KbRecord | undefined {
-    const row = this.db.prepare("SELECT name, config, created_at FROM kbs WHERE name = ?").get(name) as
+    const row = this.prepare("SELECT name, config, created_at FROM kbs WHERE name = ?").get(name) as
       | { name: string; config: string; created_at: string }
       | undefined;
     return row && { name: row.name, config: withDefaults(JSON.parse(row.config)), createdAt: row.created_at };
@@ -73,7 +171,7 @@ export class Catalog {
 
   /** Lists knowledge bases by name. */
   listKbs(): KbRecord[] {
-    const rows = this.db.prepare("SELECT name, config, created_at FROM kbs ORDER BY name").all() as {
+    const rows = this.prepare("SELECT name, config, created_at FROM kbs ORDER BY name").all() as {
       name: string;
       config: string;
       created_at: string;
@@ -89,16 +187,18 @@ export class Catalog {
   insertKb(config: KnowledgeBaseConfig): KbRecord {
     validateKbConfig(config);
     const createdAt = new Date().toISOString();
-    this.db
-      .prepare("INSERT INTO kbs (name, config, created_at) VALUES (?, ?, ?)")
-      .run(config.name, JSON.stringify(config), createdAt);
+    this.prepare("INSERT INTO kbs (name, config, created_at) VALUES (?, ?, ?)").run(
+      config.name,
+      JSON.stringify(config),
+      createdAt,
+    );
     return { name: config.name, config, createdAt };
   }
 
   /** Replaces a knowledge base's configuration. @throws ConfigError if the config is invalid. */
   updateKbConfig(config: KnowledgeBaseConfig): void {
     validateKbConfig(config);
-    this.db.prepare("UPDATE kbs SET config = ? WHERE name = ?").run(JSON.stringify(config), config.name);
+    this.prepare("UPDATE kbs SET config = ? WHERE name = ?").run(JSON.stringify(config), config.name);
   }
 
   /**
@@ -110,13 +210,11 @@ export class Catalog {
     afterId: number,
     limit: number,
   ): { id: number; text: string; documentId: number; chunkIndex: number; type: string }[] {
-    return this.db
-      .prepare(
-        `SELECT c.id, c.text, c.document_id AS documentId, c.chunk_index AS chunkIndex, d.type
+    return this.prepare(
+      `SELECT c.id, c.text, c.document_id AS documentId, c.chunk_index AS chunkIndex, d.type
          FROM chunks c JOIN documents d ON d.id = c.document_id
          WHERE c.kb = ? AND d.embedded = 1 AND c.id > ? ORDER BY c.id LIMIT ?`,
-      )
-      .all(kb, afterId, limit) as {
+    ).all(kb, afterId, limit) as {
       id: number;
       text: string;
       documentId: number;
@@ -138,9 +236,11 @@ export class Catalog {
 
   /** Re-labels a KB's documents processed with pipeline hash `from` as processed with `to`. */
   relabelPipeline(kb: string, from: string, to: string): void {
-    this.db
-      .prepare("UPDATE documents SET pipeline_hash = ? WHERE kb = ? AND pipeline_hash = ?")
-      .run(to, kb, from);
+    this.prepare("UPDATE documents SET pipeline_hash = ? WHERE kb = ? AND pipeline_hash = ?").run(
+      to,
+      kb,
+      from,
+    );
   }
 
   /**
@@ -149,24 +249,25 @@ export class Catalog {
    * The embedding cache is shared and kept.
    */
   deleteKb(name: string): void {
-    this.db.prepare("DELETE FROM postings WHERE kb = ?").run(name);
-    this.db.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
-    this.db.prepare("DELETE FROM documents WHERE kb = ?").run(name);
-    this.db.prepare("DELETE FROM kbs WHERE name = ?").run(name);
+    for (const table of ["kw_blocks", "kw_terms", "kw_pending"])
+      this.prepare(`DELETE FROM ${table} WHERE kb = ?`).run(name);
+    this.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
+    this.prepare("DELETE FROM documents WHERE kb = ?").run(name);
+    this.prepare("DELETE FROM kbs WHERE name = ?").run(name);
   }
 
   /** Document and chunk counts of a knowledge base. */
   counts(kb: string): KbCounts {
     // Document and chunk counts from the statistics the triggers keep (no scan of the KB).
-    const stats = this.db
-      .prepare("SELECT documents, unembedded, chunks FROM kb_stats WHERE kb = ?")
-      .get(kb) as { documents: number; unembedded: number; chunks: number } | undefined;
+    const stats = this.prepare("SELECT documents, unembedded, chunks FROM kb_stats WHERE kb = ?").get(kb) as
+      | { documents: number; unembedded: number; chunks: number }
+      | undefined;
     const d = { n: stats?.documents ?? 0, e: (stats?.documents ?? 0) - (stats?.unembedded ?? 0) };
     const c = { n: stats?.chunks ?? 0 };
     const byType: Record<string, number> = {};
-    const rows = this.db
-      .prepare("SELECT type, count(*) AS n FROM documents WHERE kb = ? GROUP BY type ORDER BY type")
-      .all(kb) as { type: string; n: number }[];
+    const rows = this.prepare(
+      "SELECT type, count(*) AS n FROM documents WHERE kb = ? GROUP BY type ORDER BY type",
+    ).all(kb) as { type: string; n: number }[];
     for (const row of rows) byType[row.type] = row.n;
     return { documents: d.n, chunks: c.n, embeddedDocuments: d.e, documentsByType: byType };
   }
@@ -176,7 +277,7 @@ export class Catalog {
    * the statistics the database keeps by trigger (one row read, whatever the KB's size).
    */
   unembeddedDocuments(kb: string): { documents: number; unembedded: number } {
-    const row = this.db.prepare("SELECT documents, unembedded FROM kb_stats WHERE kb = ?").get(kb) as
+    const row = this.prepare("SELECT documents, unembedded FROM kb_stats WHERE kb = ?").get(kb) as
       | { documents: number; unembedded: number }
       | undefined;
     return { documents: row?.documents ?? 0, unembedded: row?.unembedded ?? 0 };
@@ -184,7 +285,7 @@ export class Catalog {
 
   /** Looks up a document by its URI. */
   getDocument(kb: string, uri: string): DocumentRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM documents WHERE kb = ? AND uri = ?").get(kb, uri) as
+    const row = this.prepare("SELECT * FROM documents WHERE kb = ? AND uri = ?").get(kb, uri) as
       | DocumentRow
       | undefined;
     return row && toDocumentRecord(row);
@@ -192,26 +293,27 @@ export class Catalog {
 
   /** Documents whose `path` is `path` (a Slack export yields several per path). */
   documentsByPath(kb: string, path: string): DocumentRecord[] {
-    const rows = this.db
-      .prepare("SELECT * FROM documents WHERE kb = ? AND path = ?")
-      .all(kb, path) as DocumentRow[];
+    const rows = this.prepare("SELECT * FROM documents WHERE kb = ? AND path = ?").all(
+      kb,
+      path,
+    ) as DocumentRow[];
     return rows.map(toDocumentRecord);
   }
 
   /** Distinct source paths of a KB that start with `prefix` (e.g. a folder path ending in `/`). */
   sourcePathsUnder(kb: string, prefix: string): string[] {
-    const rows = this.db
-      .prepare("SELECT DISTINCT path FROM documents WHERE kb = ? AND substr(path, 1, ?) = ?")
-      .all(kb, prefix.length, prefix) as { path: string }[];
+    const rows = this.prepare(
+      "SELECT DISTINCT path FROM documents WHERE kb = ? AND substr(path, 1, ?) = ?",
+    ).all(kb, prefix.length, prefix) as { path: string }[];
     return rows.map((r) => r.path);
   }
 
   /** The extracted text of a document. */
   documentText(documentId: number): string {
-    const row = this.db.prepare("SELECT text FROM documents WHERE id = ?").get(documentId) as
-      | { text: string }
+    const row = this.prepare("SELECT text FROM documents WHERE id = ?").get(documentId) as
+      | { text: string | Buffer }
       | undefined;
-    return row?.text ?? "";
+    return row ? decodeDocumentText(row.text) : "";
   }
 
   /**
@@ -220,14 +322,13 @@ export class Catalog {
    * so two data directories, or a data directory wiped and rebuilt, never share results.
    */
   storeId(): string {
-    const row = this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as
+    const row = this.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as
       | { value: string }
       | undefined;
     if (row) return row.value;
     const id = randomUUID();
-    this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(id);
-    return (this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as { value: string })
-      .value;
+    this.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(id);
+    return (this.prepare("SELECT value FROM meta WHERE key = 'store_id'").get() as { value: string }).value;
   }
 
   /**
@@ -238,7 +339,7 @@ export class Catalog {
    * so an ingest invalidates cached results.
    */
   dataVersion(kb: string): string {
-    const row = this.db.prepare("SELECT version FROM kb_stats WHERE kb = ?").get(kb) as
+    const row = this.prepare("SELECT version FROM kb_stats WHERE kb = ?").get(kb) as
       | { version: number }
       | undefined;
     return `v${row?.version ?? 0}`;
@@ -249,16 +350,27 @@ export class Catalog {
    * highest id), or undefined when the KB has none.
    */
   latestDocument(kb: string): DocumentRecord | undefined {
+    const row = this.prepare(
+      "SELECT * FROM documents WHERE kb = ? ORDER BY ingested_at DESC, id DESC LIMIT 1",
+    ).get(kb) as DocumentRow | undefined;
+    return row && toDocumentRecord(row);
+  }
+
+  /** The most recently ingested of these documents (as {@link latestDocument}), or undefined. */
+  latestDocumentAmong(ids: readonly number[]): DocumentRecord | undefined {
+    if (ids.length === 0) return undefined;
     const row = this.db
-      .prepare("SELECT * FROM documents WHERE kb = ? ORDER BY ingested_at DESC, id DESC LIMIT 1")
-      .get(kb) as DocumentRow | undefined;
+      .prepare(
+        "SELECT * FROM documents WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ingested_at DESC, id DESC LIMIT 1",
+      )
+      .get(JSON.stringify(ids)) as DocumentRow | undefined;
     return row && toDocumentRecord(row);
   }
 
   /** Chunk row ids of a document, in chunk order. */
   chunkIds(documentId: number): number[] {
     return (
-      this.db.prepare("SELECT id FROM chunks WHERE document_id = ? ORDER BY chunk_index").all(documentId) as {
+      this.prepare("SELECT id FROM chunks WHERE document_id = ? ORDER BY chunk_index").all(documentId) as {
         id: number;
       }[]
     ).map((r) => r.id);
@@ -266,9 +378,9 @@ export class Catalog {
 
   /** Chunk texts of a document, in chunk order (for re-embedding). */
   chunkTexts(documentId: number): { id: number; text: string }[] {
-    return this.db
-      .prepare("SELECT id, text FROM chunks WHERE document_id = ? ORDER BY chunk_index")
-      .all(documentId) as { id: number; text: string }[];
+    return this.prepare("SELECT id, text FROM chunks WHERE document_id = ? ORDER BY chunk_index").all(
+      documentId,
+    ) as { id: number; text: string }[];
   }
 
   /** Inserts a document row; returns its id. Call inside a transaction. */
@@ -285,48 +397,48 @@ export class Catalog {
     text: string;
     chunkCount: number;
   }): number {
-    const result = this.db
-      .prepare(
-        `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
+    const result = this.prepare(
+      `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        doc.kb,
-        doc.uri,
-        doc.path,
-        doc.type,
-        doc.title ?? null,
-        doc.contentHash,
-        doc.pipelineHash,
-        doc.embedded ? 1 : 0,
-        JSON.stringify(doc.metadata),
-        doc.text,
-        doc.chunkCount,
-        new Date().toISOString(),
-      );
+    ).run(
+      doc.kb,
+      doc.uri,
+      doc.path,
+      doc.type,
+      doc.title ?? null,
+      doc.contentHash,
+      doc.pipelineHash,
+      doc.embedded ? 1 : 0,
+      JSON.stringify(doc.metadata),
+      encodeDocumentText(doc.text),
+      doc.chunkCount,
+      new Date().toISOString(),
+    );
     return Number(result.lastInsertRowid);
   }
 
-  /** Inserts a chunk row; returns its id. Call inside a transaction. */
-  insertChunk(kb: string, documentId: number, chunk: Chunk, tokenCount: number): number {
-    const result = this.db
-      .prepare(
-        `INSERT INTO chunks (kb, document_id, chunk_index, total_chunks, chunk_type, start, end, text, context_prefix, metadata, token_count)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        kb,
-        documentId,
-        chunk.chunkIndex,
-        chunk.totalChunks,
-        chunk.chunkType,
-        chunk.start,
-        chunk.end,
-        chunk.text,
-        chunk.contextPrefix ?? null,
-        JSON.stringify(chunk.metadata),
-        tokenCount,
-      );
+  /**
+   * Inserts a chunk row with its BM25 field lengths in tokens (body, title); returns its id.
+   * Call inside a transaction.
+   */
+  insertChunk(kb: string, documentId: number, chunk: Chunk, tokenCount: number, titleTokenCount = 0): number {
+    const result = this.prepare(
+      `INSERT INTO chunks (kb, document_id, chunk_index, total_chunks, chunk_type, start, end, text, context_prefix, metadata, token_count, title_token_count)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      kb,
+      documentId,
+      chunk.chunkIndex,
+      chunk.totalChunks,
+      chunk.chunkType,
+      chunk.start,
+      chunk.end,
+      chunk.text,
+      chunk.contextPrefix ?? null,
+      JSON.stringify(chunk.metadata),
+      tokenCount,
+      titleTokenCount,
+    );
     return Number(result.lastInsertRowid);
   }
 
@@ -335,34 +447,38 @@ export class Catalog {
     const wanted = ids.filter((id) => Number.isInteger(id));
     if (wanted.length === 0) return new Set();
     // One query for the whole hit list (this runs on every vector search).
-    const rows = this.db
-      .prepare("SELECT id FROM chunks WHERE kb = ? AND id IN (SELECT value FROM json_each(?))")
+    // Row id lookups (`+kb` keeps SQLite off the (kb, …) index, which would scan the whole KB).
+    const rows = this.prepare(
+      "SELECT id FROM chunks WHERE id IN (SELECT value FROM json_each(?)) AND +kb = ?",
+    )
       .pluck()
-      .all(kb, JSON.stringify(wanted)) as number[];
+      .all(JSON.stringify(wanted), kb) as number[];
     return new Set(rows);
   }
 
   /** Sets the BM25 field lengths of a chunk in tokens (after BM25 indexing). */
   setTokenCount(chunkId: number, tokenCount: number, titleTokenCount = 0): void {
-    this.db
-      .prepare("UPDATE chunks SET token_count = ?, title_token_count = ? WHERE id = ?")
-      .run(tokenCount, titleTokenCount, chunkId);
+    this.prepare("UPDATE chunks SET token_count = ?, title_token_count = ? WHERE id = ?").run(
+      tokenCount,
+      titleTokenCount,
+      chunkId,
+    );
   }
 
   /** Marks a document as embedded. */
   markEmbedded(documentId: number): void {
-    this.db.prepare("UPDATE documents SET embedded = 1 WHERE id = ?").run(documentId);
+    this.prepare("UPDATE documents SET embedded = 1 WHERE id = ?").run(documentId);
   }
 
   /** Deletes a document and (by cascade) its chunks. Postings and vectors are removed by the caller. */
   deleteDocument(documentId: number): void {
-    this.db.prepare("DELETE FROM documents WHERE id = ?").run(documentId);
+    this.prepare("DELETE FROM documents WHERE id = ?").run(documentId);
   }
 
   /** Loads chunks with their documents' attribution fields, keyed by chunk id. */
   loadChunks(ids: readonly number[]): Map<number, StoredChunk> {
     const out = new Map<number, StoredChunk>();
-    const stmt = this.db.prepare(
+    const stmt = this.prepare(
       `SELECT c.id, c.kb, c.document_id, c.chunk_index, c.total_chunks, c.chunk_type, c.start, c.end, c.text,
               c.context_prefix, c.metadata, d.uri, d.path, d.type, d.title, d.metadata AS doc_metadata
        FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?`,
@@ -443,6 +559,27 @@ function withDefaults(stored: KnowledgeBaseConfig): KnowledgeBaseConfig {
     },
     ...(stored.extraction ? { extraction: stored.extraction } : {}),
   };
+}
+
+/** Document texts shorter than this (UTF-8 bytes) are stored as they are. */
+const COMPRESS_FROM_BYTES = 256;
+
+/**
+ * The stored form of a document's text: raw DEFLATE (RFC 1951, `node:zlib`) as a BLOB when
+ * that is smaller, else the text itself. Chunk texts stay plain (search reads them); the whole
+ * text is only read to show a document, so it is kept compressed (about a third of its size).
+ */
+export function encodeDocumentText(text: string): string | Buffer {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length < COMPRESS_FROM_BYTES) return text;
+  const packed = deflateRawSync(bytes);
+  return packed.length < bytes.length ? packed : text;
+}
+
+/** Reads a value written by {@link encodeDocumentText} (a plain TEXT value as it is). */
+export function decodeDocumentText(value: string | Buffer | null | undefined): string {
+  if (value == null) return "";
+  return typeof value === "string" ? value : inflateRawSync(value).toString("utf8");
 }
 
 function toDocumentRecord(r: DocumentRow): DocumentRecord {

@@ -17,6 +17,15 @@
 import { createHash } from "node:crypto";
 import type { ChromaClient, Collection, EmbeddingFunction, Metadata, Where } from "chromadb";
 import { KnowledgeLayerError } from "../errors.js";
+import {
+  checkStoreFilter,
+  type Filter,
+  FilterError,
+  type FilterNode,
+  type FilterScalar,
+  parseFilter,
+  pushDownNot,
+} from "../retrieve/filter.js";
 import { maskKnownSecrets, maskUrl, redactText } from "../secrets.js";
 import { checkCollectionSpec } from "./checks.js";
 import {
@@ -143,23 +152,67 @@ function isPayloadValue(value: unknown): value is PayloadValue {
   );
 }
 
-/** The `where` clause for equality filters: `{k: v}`, or `{$and: [...]}` for several. */
-function toWhere(collection: string, filter: Payload | undefined): Where | undefined {
-  const clauses: Where[] = [];
-  for (const [key, value] of Object.entries(filter ?? {})) {
-    if (key === "" || key.startsWith("$")) {
-      throw new KnowledgeLayerError(`collection "${collection}": invalid filter field name "${key}"`);
+/**
+ * What Chroma `where` clauses support: no `$exists` or `$prefix`; `$not` is pushed down;
+ * whole-number values and range bounds.
+ */
+const CHROMA_FILTER_SUPPORT = {
+  kinds: new Set<FilterNode["kind"]>(["eq", "ne", "in", "nin", "range", "contains"]),
+};
+
+/**
+ * A filter as a Chroma `where` clause (`$eq $ne $in $nin $gt $gte $lt $lte $and $or`, an
+ * `$and`/`$or` of one clause unwrapped as Chroma requires two or more); `$not` is pushed
+ * down to the conditions ({@link pushDownNot}). Undefined for `{}`.
+ */
+export function toChromaWhere(filter: Filter | undefined): Where | undefined {
+  if (!filter) return undefined;
+  const node = pushDownNot(parseFilter(filter));
+  checkStoreFilter(node, "chroma", CHROMA_FILTER_SUPPORT);
+  const convert = (n: FilterNode): Where => {
+    // Chroma truncates a fractional bound compared with whole-number metadata ({"h": 2}
+    // matches {"h": {"$eq": 2.5}}): refused rather than answered wrongly.
+    const values =
+      "value" in n
+        ? [n.value]
+        : "values" in n
+          ? n.values
+          : "bound" in n && "number" in n.bound
+            ? [n.bound.number]
+            : [];
+    if ("where" in n && values.some((v) => typeof v === "number" && !Number.isInteger(v)))
+      throw new FilterError(`${n.where}: the chroma store compares whole numbers only`);
+    switch (n.kind) {
+      case "and":
+      case "or": {
+        const parts = n.children.map(convert);
+        if (parts.length === 1) return parts[0] as Where;
+        return { [n.kind === "and" ? "$and" : "$or"]: parts } as Where;
+      }
+      case "eq":
+      case "contains":
+        return { [n.field]: { $eq: n.value } } as Where;
+      case "ne":
+        return { [n.field]: { $ne: n.value } } as Where;
+      case "in":
+      case "nin": {
+        // Chroma lists hold one type: a mixed list becomes one clause per type.
+        const byType = new Map<string, FilterScalar[]>();
+        for (const v of n.values) byType.set(typeof v, [...(byType.get(typeof v) ?? []), v]);
+        const op = n.kind === "in" ? "$in" : "$nin";
+        const parts = [...byType.values()].map((values) => ({ [n.field]: { [op]: values } }) as Where);
+        if (parts.length === 1) return parts[0] as Where;
+        return { [n.kind === "in" ? "$or" : "$and"]: parts } as Where;
+      }
+      case "range":
+        if (!("number" in n.bound)) throw new Error("date bounds are checked out before");
+        return { [n.field]: { [n.op]: n.bound.number } } as Where;
+      default:
+        throw new Error(`${n.kind} is checked out before`);
     }
-    if (!isPayloadValue(value)) {
-      throw new KnowledgeLayerError(
-        `collection "${collection}": filter "${key}" must be a string, finite number or boolean`,
-      );
-    }
-    clauses.push({ [key]: { $eq: value } } as Where);
-  }
-  if (clauses.length === 0) return undefined;
-  if (clauses.length === 1) return clauses[0];
-  return { $and: clauses };
+  };
+  if (node.kind === "and" && node.children.length === 0) return undefined;
+  return convert(node);
 }
 
 /** Contract score (higher is closer) from a Chroma distance. */
@@ -317,7 +370,7 @@ export class ChromaVectorStore implements VectorStore {
         `query vector has dimension ${vector.length}, collection "${collection}" expects ${opened.dimension}`,
       );
     }
-    const where = toWhere(collection, options.filter);
+    const where = toChromaWhere(options.filter);
     const topK = Math.max(0, Math.floor(options.topK));
     if (topK === 0) return [];
     const query = (nResults: number) =>

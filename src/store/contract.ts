@@ -8,6 +8,8 @@
  * metric (see {@link Metric}).
  */
 
+import type { Filter } from "../retrieve/filter.js";
+
 /**
  * Distance metric of a collection, fixed when it is created.
  * - `cosine`: score = cosine similarity in [-1, 1].
@@ -46,8 +48,16 @@ export interface VectorHit {
 export interface VectorSearchOptions {
   /** Number of hits to return. */
   topK: number;
-  /** Equality filters on payload fields; all must match. */
-  filter?: Payload;
+  /**
+   * A metadata filter on payload fields, in the language of `retrieve/filter.ts`
+   * (`{ documentId: { $in: [1, 2] } }`, `$eq $ne $in $nin $lt $lte $gt $gte $and $or`;
+   * a flat `{ field: value }` object is equality on every field), applied by the store's
+   * own filter before top-k, so matching records are never crowded out. Every store
+   * supports those operators with numeric range bounds; `$exists`, `$not`, `$prefix`
+   * and date bounds only where the backend can apply them natively (see each store): a
+   * filter a store cannot apply throws a `FilterError` naming the position.
+   */
+  filter?: Filter;
   /** Hits with a score below this are dropped (0 means 0). */
   scoreThreshold?: number;
   /**
@@ -95,6 +105,11 @@ export interface VectorStore {
   update(collection: string, records: VectorRecord[]): Promise<void>;
   /** Describes a collection, or `undefined` if it does not exist. */
   info(collection: string): Promise<CollectionInfo | undefined>;
+  /**
+   * True when the collection exists; optional, for stores where that is cheaper than
+   * {@link info} (which counts the records). Search asks it on every query.
+   */
+  hasCollection?(collection: string): Promise<boolean>;
   /** True when the store answers. Never throws. */
   health(): Promise<boolean>;
 }

@@ -3,12 +3,22 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { KnowledgeLayerError } from "../errors.js";
+import {
+  BLOCK_POSTINGS,
+  blockBounds,
+  emptyList,
+  encodeBlock,
+  type PostingList,
+} from "../retrieve/postings.js";
 
 /** A better-sqlite3 connection with sqlite-vec loaded and the schema applied. */
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 5;
+
+/** Page size in bytes of a new database file. */
+export const PAGE_SIZE = 16384;
 
 /** File name of the embedded database inside the data directory. */
 export const DB_FILE = "kl.db";
@@ -65,15 +75,28 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id);
 CREATE INDEX IF NOT EXISTS chunks_kb ON chunks (kb, token_count);
-CREATE TABLE IF NOT EXISTS postings (
+CREATE TABLE IF NOT EXISTS kw_blocks (
   kb TEXT NOT NULL,
   term TEXT NOT NULL,
-  chunk_id INTEGER NOT NULL,
-  tf INTEGER NOT NULL,
-  len INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (kb, term, chunk_id)
+  last_id INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  max_tf INTEGER NOT NULL,
+  min_len INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (kb, term, last_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS postings_chunk ON postings (chunk_id);
+CREATE TABLE IF NOT EXISTS kw_terms (
+  kb TEXT NOT NULL,
+  term TEXT NOT NULL,
+  df INTEGER NOT NULL,
+  PRIMARY KEY (kb, term)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kw_pending (
+  kb TEXT NOT NULL,
+  chunk_id INTEGER NOT NULL,
+  terms TEXT NOT NULL,
+  PRIMARY KEY (kb, chunk_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kb_stats (
   kb TEXT PRIMARY KEY,
   chunks INTEGER NOT NULL DEFAULT 0,
@@ -88,6 +111,8 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
   model TEXT NOT NULL,
   text_hash TEXT NOT NULL,
   vector BLOB NOT NULL,
+  ref_collection TEXT,
+  ref_id TEXT,
   PRIMARY KEY (provider, model, text_hash)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vec_collections (
@@ -121,6 +146,16 @@ const REMOVE_CHUNK = `
     title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;`;
 
 const TRIGGERS = `
+CREATE INDEX IF NOT EXISTS embedding_cache_ref ON embedding_cache (ref_collection, ref_id) WHERE ref_id IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_insert AFTER INSERT ON vec_records BEGIN
+  DELETE FROM embedding_cache WHERE ref_collection = NEW.collection AND ref_id = NEW.id AND ref_id IS NOT NULL;
+END;
+CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_update AFTER UPDATE OF vector ON vec_records BEGIN
+  DELETE FROM embedding_cache WHERE ref_collection = OLD.collection AND ref_id = OLD.id AND ref_id IS NOT NULL;
+END;
+CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_delete AFTER DELETE ON vec_records BEGIN
+  DELETE FROM embedding_cache WHERE ref_collection = OLD.collection AND ref_id = OLD.id AND ref_id IS NOT NULL;
+END;
 CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_insert AFTER INSERT ON chunks BEGIN
 ${ADD_CHUNK}
 END;
@@ -185,6 +220,10 @@ export function openDatabase(dataDir: string): Db {
   let db: Db;
   try {
     db = new Database(file);
+    // 16 KiB pages (new files only: SQLite keeps an existing file's page size). A 512-d vector
+    // is a 2 KiB row; on 4 KiB pages one row fills half a page, or spills to an overflow page
+    // in a WITHOUT ROWID table, which doubled the bytes per vector.
+    db.pragma(`page_size = ${PAGE_SIZE}`);
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
@@ -220,7 +259,10 @@ export function openDatabase(dataDir: string): Db {
  * ingested before it have no title postings until they are re-ingested). Schema 2 → 3:
  * `postings.len` (the field length of the posting's chunk, so keyword search reads a
  * posting list without joining chunks) and `kb_stats` (corpus statistics kept by triggers),
- * both built from the existing rows.
+ * both built from the existing rows. Schema 3 → 4: the row-per-posting `postings` table
+ * becomes block-compressed lists (`kw_blocks`, `kw_terms`; see `retrieve/postings.ts`).
+ * Schema 4 → 5: `embedding_cache.ref_collection`/`ref_id`, an entry that points at the
+ * embedded store's copy of a vector instead of holding a second one.
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
@@ -232,16 +274,61 @@ function migrate(db: Db, from: number): void {
     }
     if (from < 3) {
       const columns = db.prepare("PRAGMA table_info(postings)").all() as { name: string }[];
-      if (!columns.some((c) => c.name === "len")) {
+      if (columns.length > 0 && !columns.some((c) => c.name === "len")) {
         db.exec("ALTER TABLE postings ADD COLUMN len INTEGER NOT NULL DEFAULT 0");
       }
-      db.exec(`UPDATE postings SET len = coalesce((SELECT CASE WHEN substr(postings.term, 1, 3) = char(31) || 't:'
+      if (columns.length > 0)
+        db.exec(`UPDATE postings SET len = coalesce((SELECT CASE WHEN substr(postings.term, 1, 3) = char(31) || 't:'
         THEN c.title_token_count ELSE c.token_count END FROM chunks c WHERE c.id = postings.chunk_id), 0)`);
       recountKbStats(db);
       db.exec(TRIGGERS);
     }
+    if (from < 4) convertPostings(db);
+    if (from < 5) {
+      const columns = db.prepare("PRAGMA table_info(embedding_cache)").all() as { name: string }[];
+      if (columns.length > 0 && !columns.some((c) => c.name === "ref_id")) {
+        db.exec("ALTER TABLE embedding_cache ADD COLUMN ref_collection TEXT");
+        db.exec("ALTER TABLE embedding_cache ADD COLUMN ref_id TEXT");
+      }
+    }
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
   })();
+}
+
+/**
+ * Schema 3 → 4: rewrites every `postings` row into `kw_blocks` / `kw_terms`, one term's
+ * list at a time (read in (kb, term, chunk id) order), then drops the old table.
+ */
+function convertPostings(db: Db): void {
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'postings'").get();
+  if (!exists) return;
+  const insertBlock = db.prepare(
+    "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+  );
+  const insertTerm = db.prepare("INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?)");
+  const write = (kb: string, term: string, list: PostingList) => {
+    for (let i = 0; i < list.ids.length; i += BLOCK_POSTINGS) {
+      const to = Math.min(i + BLOCK_POSTINGS, list.ids.length);
+      const { maxTf, minLen } = blockBounds(list, i, to);
+      insertBlock.run(kb, term, list.ids[to - 1], to - i, maxTf, minLen, encodeBlock(list, i, to));
+    }
+    insertTerm.run(kb, term, list.ids.length);
+  };
+  // One list at a time (a statement cannot iterate while the connection writes).
+  const terms = db.prepare("SELECT DISTINCT kb, term FROM postings").raw().all() as [string, string][];
+  const listOf = db.prepare(
+    "SELECT chunk_id, tf, len FROM postings WHERE kb = ? AND term = ? ORDER BY chunk_id",
+  );
+  for (const [kb, term] of terms) {
+    const list = emptyList();
+    for (const [id, tf, len] of listOf.raw().all(kb, term) as [number, number, number][]) {
+      list.ids.push(id);
+      list.tfs.push(tf);
+      list.lens.push(len);
+    }
+    write(kb, term, list);
+  }
+  db.exec("DROP TABLE postings");
 }
 
 /** Stores a Float32Array as a little-endian BLOB (the layout sqlite-vec reads). */

@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import { KnowledgeLayerError } from "../errors.js";
+import { checkStoreFilter, type FilterNode, parseFilter } from "../retrieve/filter.js";
 import {
   type CollectionInfo,
   METRICS,
@@ -467,10 +468,13 @@ export class PgVectorStore implements VectorStore {
       const operator = `OPERATOR(${this.ext}.${METRIC_SQL[metric].operator})`;
       const params: unknown[] = [vectorLiteral(vector)];
       let where = "";
-      const filter = options.filter ?? {};
-      if (Object.keys(filter).length > 0) {
-        params.push(JSON.stringify(filter));
-        where = `WHERE payload @> $${params.length}::jsonb`;
+      if (options.filter) {
+        const node = parseFilter(options.filter);
+        checkStoreFilter(node, "pgvector", PG_FILTER_SUPPORT);
+        where = `WHERE ${pgFilterSql(node, (value) => {
+          params.push(value);
+          return `$${params.length}`;
+        })}`;
       }
       params.push(Number.isFinite(topK) ? topK : null);
       const result = await client.query<{ id: string; payload: Payload; distance: number }>(
@@ -734,5 +738,61 @@ export class PgVectorStore implements VectorStore {
         throw error;
       }
     });
+  }
+}
+
+/** What the pgvector store's filters support: every operator, numeric range bounds. */
+const PG_FILTER_SUPPORT = {
+  kinds: new Set<FilterNode["kind"]>([
+    "eq",
+    "ne",
+    "in",
+    "nin",
+    "range",
+    "contains",
+    "prefix",
+    "exists",
+    "not",
+  ]),
+};
+
+/**
+ * A filter as a condition on the JSONB `payload` column; `param` binds a value and returns
+ * its placeholder (nothing from the filter is spliced into the SQL). Equality uses JSONB
+ * containment (`payload @> '{"k": v}'`, served by the payload's GIN index).
+ */
+export function pgFilterSql(node: FilterNode, param: (value: unknown) => string): string {
+  switch (node.kind) {
+    case "and":
+    case "or":
+      if (node.children.length === 0) return node.kind === "and" ? "TRUE" : "FALSE";
+      return `(${node.children.map((c) => pgFilterSql(c, param)).join(node.kind === "and" ? " AND " : " OR ")})`;
+    case "not":
+      return `NOT ${pgFilterSql(node.child, param)}`;
+    case "eq":
+    case "contains":
+    case "ne": {
+      const sql = `payload @> ${param(JSON.stringify({ [node.field]: node.value }))}::jsonb`;
+      return node.kind === "ne" ? `NOT (${sql})` : `(${sql})`;
+    }
+    case "in":
+    case "nin": {
+      const sql = `coalesce((payload -> ${param(node.field)}::text) = ANY(${param(node.values.map((v) => JSON.stringify(v)))}::jsonb[]), FALSE)`;
+      return node.kind === "nin" ? `NOT ${sql}` : sql;
+    }
+    case "range": {
+      if (!("number" in node.bound)) throw new Error("date bounds are checked out before");
+      const op = { $lt: "<", $lte: "<=", $gt: ">", $gte: ">=" }[node.op];
+      const key = param(node.field);
+      return `(CASE WHEN jsonb_typeof(payload -> ${key}::text) = 'number' THEN (payload ->> ${key}::text)::float8 ${op} ${param(node.bound.number)}::float8 ELSE FALSE END)`;
+    }
+    case "prefix": {
+      const key = param(node.field);
+      return `(CASE WHEN jsonb_typeof(payload -> ${key}::text) = 'string' THEN starts_with(payload ->> ${key}::text, ${param(node.value)}::text) ELSE FALSE END)`;
+    }
+    case "exists": {
+      const sql = `coalesce(jsonb_typeof(payload -> ${param(node.field)}::text), 'null') <> 'null'`;
+      return node.value ? `(${sql})` : `NOT (${sql})`;
+    }
   }
 }

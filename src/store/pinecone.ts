@@ -1,5 +1,13 @@
 import { type Index, Pinecone, type PineconeRecord, type RecordMetadata } from "@pinecone-database/pinecone";
 import { KnowledgeLayerError } from "../errors.js";
+import {
+  checkStoreFilter,
+  type Filter,
+  FilterError,
+  type FilterNode,
+  parseFilter,
+  pushDownNot,
+} from "../retrieve/filter.js";
 import { maskKnownSecrets, redactText } from "../secrets.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
@@ -49,7 +57,6 @@ const MAX_TOP_K = 1000;
 export const PINECONE_MARKER_ID = "__kl_collection__";
 /** Metadata field set on the marker only; searches filter on its absence. */
 export const PINECONE_MARKER_KEY = "__kl_marker";
-const FILTER_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const FROM_PINECONE: Record<string, Metric> = { cosine: "cosine", euclidean: "euclidean", dotproduct: "dot" };
 
@@ -193,13 +200,8 @@ export class PineconeVectorStore implements VectorStore {
     }
     const topK = Math.min(MAX_TOP_K, Math.max(0, Math.floor(options.topK)));
     if (topK === 0) return [];
-    const filter: Record<string, object> = { [PINECONE_MARKER_KEY]: { $exists: false } };
-    for (const [key, value] of Object.entries(options.filter ?? {})) {
-      if (!FILTER_FIELD.test(key) || key === PINECONE_MARKER_KEY) {
-        throw new KnowledgeLayerError(`invalid filter field name "${key}"`);
-      }
-      filter[key] = { $eq: value };
-    }
+    // Top-level keys of a Pinecone filter are ANDed: the marker condition joins the caller's.
+    const filter = { ...toPineconeFilter(options.filter), [PINECONE_MARKER_KEY]: { $exists: false } };
     const result = await this.call("search", collection, target, () =>
       target.index.query({
         vector: Array.from(vector),
@@ -481,4 +483,44 @@ function explainError(err: unknown, timeoutMs: number, maxRetries: number): stri
     return `server error (HTTP 5xx), still failing after ${maxRetries} ${maxRetries === 1 ? "retry" : "retries"}`;
   }
   return err.message;
+}
+
+/** What Pinecone metadata filters support: no `$prefix`; `$not` is pushed down; numeric range bounds. */
+const PINECONE_FILTER_SUPPORT = {
+  kinds: new Set<FilterNode["kind"]>(["eq", "ne", "in", "nin", "range", "contains", "exists"]),
+};
+
+/**
+ * A filter as a Pinecone metadata filter (`$eq $ne $in $nin $gt $gte $lt $lte $exists $and
+ * $or`); `$not` is pushed down to the conditions ({@link pushDownNot}).
+ */
+export function toPineconeFilter(filter: Filter | undefined): object | undefined {
+  if (!filter) return undefined;
+  const node = pushDownNot(parseFilter(filter));
+  checkStoreFilter(node, "pinecone", PINECONE_FILTER_SUPPORT);
+  const convert = (n: FilterNode): object => {
+    if ("field" in n && n.field === PINECONE_MARKER_KEY)
+      throw new FilterError(`${n.where}: reserved field name`);
+    switch (n.kind) {
+      case "and":
+      case "or":
+        return { [n.kind === "and" ? "$and" : "$or"]: n.children.map(convert) };
+      case "eq":
+      case "contains":
+        return { [n.field]: { $eq: n.value } };
+      case "ne":
+        return { [n.field]: { $ne: n.value } };
+      case "in":
+      case "nin":
+        return { [n.field]: { [n.kind === "in" ? "$in" : "$nin"]: n.values } };
+      case "range":
+        if (!("number" in n.bound)) throw new Error("date bounds are checked out before");
+        return { [n.field]: { [n.op]: n.bound.number } };
+      case "exists":
+        return { [n.field]: { $exists: n.value } };
+      default:
+        throw new Error(`${n.kind} is checked out before`);
+    }
+  };
+  return node.kind === "and" && node.children.length === 0 ? undefined : convert(node);
 }

@@ -2,6 +2,13 @@ import { createHash } from "node:crypto";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { KnowledgeLayerError } from "../errors.js";
 import { urlSecrets } from "../http.js";
+import {
+  checkStoreFilter,
+  type Filter,
+  type FilterNode,
+  type FilterScalar,
+  parseFilter,
+} from "../retrieve/filter.js";
 import { maskKnownSecrets, redactText } from "../secrets.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
@@ -39,7 +46,6 @@ const BATCH = 100;
 export const QDRANT_ID_KEY = "__kl_id";
 /** Namespace UUID of the point ids this store derives from record ids. */
 const POINT_ID_NAMESPACE = "0b5f2c6e-8d2a-4f57-9c3e-6a1d4e7b9f20";
-const FILTER_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Characters Qdrant accepts in a collection name without any escaping trouble. */
 const SAFE_NAME = /^[A-Za-z0-9_-]{1,200}$/;
 
@@ -219,7 +225,7 @@ export class QdrantVectorStore implements VectorStore {
       this.client.query(this.qname(collection), {
         query: Array.from(vector),
         limit,
-        filter: toFilter(options.filter),
+        filter: toQdrantFilter(options.filter),
         with_payload: true,
         with_vector: false,
         ...(serverThreshold !== undefined ? { score_threshold: serverThreshold } : {}),
@@ -406,18 +412,65 @@ export class QdrantVectorStore implements VectorStore {
   }
 }
 
-/** Qdrant filter of equality conditions; non-integer numbers use a closed range, as `match` takes only integers. */
-function toFilter(filter: Payload | undefined): { must: object[] } | undefined {
-  const entries = Object.entries(filter ?? {});
-  if (entries.length === 0) return undefined;
-  return {
-    must: entries.map(([key, value]) => {
-      if (!FILTER_FIELD.test(key)) throw new KnowledgeLayerError(`invalid filter field name "${key}"`);
-      return typeof value === "number" && !Number.isInteger(value)
-        ? { key, range: { gte: value, lte: value } }
-        : { key, match: { value } };
-    }),
+/** What Qdrant filters support: every operator but `$prefix`, numeric range bounds. */
+const QDRANT_FILTER_SUPPORT = {
+  kinds: new Set<FilterNode["kind"]>(["eq", "ne", "in", "nin", "range", "contains", "exists", "not"]),
+};
+
+/**
+ * A filter as a Qdrant payload filter: `match` (value / any) for equality and lists (a
+ * non-integer number as a closed `range`, since `match` takes only integers), `range`,
+ * `is_empty` for `$exists`, nested `must` / `should` / `must_not` for `$and` / `$or` / `$not`,
+ * `$ne` and `$nin` (so they match points without the field).
+ */
+export function toQdrantFilter(filter: Filter | undefined): object | undefined {
+  if (!filter) return undefined;
+  const node = parseFilter(filter);
+  checkStoreFilter(node, "qdrant", QDRANT_FILTER_SUPPORT);
+  const eq = (key: string, value: FilterScalar): object =>
+    typeof value === "number" && !Number.isInteger(value)
+      ? { key, range: { gte: value, lte: value } }
+      : { key, match: { value } };
+  const oneOf = (key: string, values: FilterScalar[]): object => {
+    const strings = values.filter((v) => typeof v === "string");
+    const integers = values.filter((v) => typeof v === "number" && Number.isInteger(v));
+    const others = values.filter(
+      (v) => typeof v === "boolean" || (typeof v === "number" && !Number.isInteger(v)),
+    );
+    const conditions: object[] = [];
+    if (strings.length > 0) conditions.push({ key, match: { any: strings } });
+    if (integers.length > 0) conditions.push({ key, match: { any: integers } });
+    for (const v of others) conditions.push(eq(key, v));
+    return conditions.length === 1 ? (conditions[0] as object) : { should: conditions };
   };
+  const condition = (n: FilterNode): object => {
+    switch (n.kind) {
+      case "and":
+        return { must: n.children.map(condition) };
+      case "or":
+        return { should: n.children.map(condition) };
+      case "not":
+        return { must_not: [condition(n.child)] };
+      case "eq":
+      case "contains":
+        return eq(n.field, n.value);
+      case "ne":
+        return { must_not: [eq(n.field, n.value)] };
+      case "in":
+        return oneOf(n.field, n.values);
+      case "nin":
+        return { must_not: [oneOf(n.field, n.values)] };
+      case "range":
+        if (!("number" in n.bound)) throw new Error("date bounds are checked out before");
+        return { key: n.field, range: { [n.op.slice(1)]: n.bound.number } };
+      case "exists":
+        return n.value ? { must_not: [{ is_empty: { key: n.field } }] } : { is_empty: { key: n.field } };
+      case "prefix":
+        throw new Error("$prefix is checked out before");
+    }
+  };
+  const top = condition(node);
+  return "must" in top || "should" in top || "must_not" in top ? top : { must: [top] };
 }
 
 function fromPayload(collection: string, point: QdrantPoint): { id: string; payload: Payload } {

@@ -1,4 +1,6 @@
+import type { Statement } from "better-sqlite3";
 import { KnowledgeLayerError } from "../errors.js";
+import { parseFilter } from "../retrieve/filter.js";
 import { AnnIndexes, type AnnOptions, ensureAnnSchema } from "./ann-index.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
@@ -10,8 +12,7 @@ import type {
   VectorStore,
 } from "./contract.js";
 import { blobToVector, type Db, vectorToBlob } from "./database.js";
-
-const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+import { compileSqliteFilter, payloadField } from "./filter-sql.js";
 
 /** Options of {@link SqliteVectorStore}. */
 export interface SqliteVectorStoreOptions {
@@ -36,6 +37,19 @@ export interface SqliteVectorStoreOptions {
  * catalog writes in one SQLite transaction. The async methods run synchronously.
  */
 export class SqliteVectorStore implements VectorStore {
+  /** Prepared statements by SQL text (search prepares its query on every call otherwise). */
+  private readonly statements = new Map<string, Statement>();
+
+  /** The prepared statement for `sql`, prepared once per store. */
+  private prepare(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   readonly kind = "sqlite";
 
   /** The approximate indexes, or undefined when disabled. */
@@ -88,9 +102,11 @@ export class SqliteVectorStore implements VectorStore {
       return;
     }
     this.db.transaction(() => {
-      this.db
-        .prepare("INSERT INTO vec_collections (name, dimension, metric) VALUES (?, ?, ?)")
-        .run(name, dimension, metric);
+      this.prepare("INSERT INTO vec_collections (name, dimension, metric) VALUES (?, ?, ?)").run(
+        name,
+        dimension,
+        metric,
+      );
       this.ann?.onCreate(name);
     })();
   }
@@ -102,7 +118,7 @@ export class SqliteVectorStore implements VectorStore {
   /** Synchronous {@link addBatch}, usable inside a transaction. */
   addBatchSync(collection: string, records: VectorRecord[]): void {
     const info = this.requireCollection(collection);
-    const insert = this.db.prepare(
+    const insert = this.prepare(
       "INSERT OR REPLACE INTO vec_records (collection, id, vector, payload) VALUES (?, ?, ?, ?)",
     );
     this.db
@@ -145,28 +161,27 @@ export class SqliteVectorStore implements VectorStore {
       params.push(qq, zero, zero, blob, blob);
     }
     let filterSql = "";
-    const filterParams: unknown[] = [];
-    for (const [key, value] of Object.entries(options.filter ?? {})) {
-      if (!FIELD.test(key)) throw new KnowledgeLayerError(`invalid filter field name "${key}"`);
-      filterSql += ` AND json_extract(payload, '$.${key}') = ?`;
-      filterParams.push(typeof value === "boolean" ? Number(value) : value);
+    let filterParams: unknown[] = [];
+    if (options.filter) {
+      // Every operator, with number and date bounds, compiled to parameterised SQL.
+      const where = compileSqliteFilter(parseFilter(options.filter), payloadField);
+      filterSql = ` AND ${where.sql}`;
+      filterParams = where.params;
     }
     const topK = Math.max(0, Math.floor(options.topK));
     // With candidates, `+collection` keeps SQLite on rowid lookups instead of scanning the collection.
     const run = (candidates: number[] | undefined): { id: string; payload: string; score: number }[] =>
-      this.db
-        .prepare(
-          `SELECT id, payload, ${scoreSql} AS score FROM vec_records
+      this.prepare(
+        `SELECT id, payload, ${scoreSql} AS score FROM vec_records
            WHERE ${candidates ? "rowid IN (SELECT value FROM json_each(?)) AND +" : ""}collection = ?${filterSql}
            ORDER BY score DESC, id ASC LIMIT ?`,
-        )
-        .all(
-          ...params,
-          ...(candidates ? [JSON.stringify(candidates)] : []),
-          collection,
-          ...filterParams,
-          topK,
-        ) as { id: string; payload: string; score: number }[];
+      ).all(
+        ...params,
+        ...(candidates ? [JSON.stringify(candidates)] : []),
+        collection,
+        ...filterParams,
+        topK,
+      ) as { id: string; payload: string; score: number }[];
     let rows: { id: string; payload: string; score: number }[] | undefined;
     if (this.ann && options.exact !== true && topK > 0) {
       // Filters are applied to the candidates; when too few pass, widen once, then scan.
@@ -192,7 +207,7 @@ export class SqliteVectorStore implements VectorStore {
 
   async get(collection: string, ids: string[]): Promise<VectorRecord[]> {
     this.requireCollection(collection);
-    const one = this.db.prepare("SELECT vector, payload FROM vec_records WHERE collection = ? AND id = ?");
+    const one = this.prepare("SELECT vector, payload FROM vec_records WHERE collection = ? AND id = ?");
     const out: VectorRecord[] = [];
     for (const id of ids) {
       const row = one.get(collection, id) as { vector: Buffer; payload: string } | undefined;
@@ -211,7 +226,7 @@ export class SqliteVectorStore implements VectorStore {
 
   /** Synchronous {@link delete}, usable inside a transaction. */
   deleteSync(collection: string, ids: string[]): void {
-    const del = this.db.prepare("DELETE FROM vec_records WHERE collection = ? AND id = ?");
+    const del = this.prepare("DELETE FROM vec_records WHERE collection = ? AND id = ?");
     this.db
       .transaction(() => {
         for (const id of ids) del.run(collection, id);
@@ -221,7 +236,7 @@ export class SqliteVectorStore implements VectorStore {
 
   async update(collection: string, records: VectorRecord[]): Promise<void> {
     const info = this.requireCollection(collection);
-    const upd = this.db.prepare(
+    const upd = this.prepare(
       "UPDATE vec_records SET vector = ?, payload = ? WHERE collection = ? AND id = ?",
     );
     this.db
@@ -244,18 +259,23 @@ export class SqliteVectorStore implements VectorStore {
       .immediate();
   }
 
+  /** True when the collection exists (one primary-key lookup; {@link info} also counts the records). */
+  async hasCollection(collection: string): Promise<boolean> {
+    return this.collection(collection) !== undefined;
+  }
+
   async info(collection: string): Promise<CollectionInfo | undefined> {
     const info = this.collection(collection);
     if (!info) return undefined;
-    const { count } = this.db
-      .prepare("SELECT count(*) AS count FROM vec_records WHERE collection = ?")
-      .get(collection) as { count: number };
+    const { count } = this.prepare("SELECT count(*) AS count FROM vec_records WHERE collection = ?").get(
+      collection,
+    ) as { count: number };
     return { ...info, count };
   }
 
   async health(): Promise<boolean> {
     try {
-      this.db.prepare("SELECT vec_version()").get();
+      this.prepare("SELECT vec_version()").get();
       return true;
     } catch {
       return false;
@@ -266,14 +286,14 @@ export class SqliteVectorStore implements VectorStore {
   dropCollectionSync(name: string): void {
     this.db.transaction(() => {
       // The collection row goes first so the delete trigger does not log every record.
-      this.db.prepare("DELETE FROM vec_collections WHERE name = ?").run(name);
-      this.db.prepare("DELETE FROM vec_records WHERE collection = ?").run(name);
+      this.prepare("DELETE FROM vec_collections WHERE name = ?").run(name);
+      this.prepare("DELETE FROM vec_records WHERE collection = ?").run(name);
       this.ann?.onDrop(name);
     })();
   }
 
   private collection(name: string): Omit<CollectionInfo, "count"> | undefined {
-    return this.db.prepare("SELECT name, dimension, metric FROM vec_collections WHERE name = ?").get(name) as
+    return this.prepare("SELECT name, dimension, metric FROM vec_collections WHERE name = ?").get(name) as
       | Omit<CollectionInfo, "count">
       | undefined;
   }

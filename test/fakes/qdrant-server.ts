@@ -16,7 +16,8 @@
  * on upload and score by cosine similarity, `Dot` by inner product, `Euclid`
  * by L2 distance (ascending); `score_threshold` is a minimum score for Cosine
  * and Dot and a maximum distance for Euclid; filters support `must`,
- * `must_not` and `should` with `match: { value | any }` and `range`. Ties are
+ * `must_not` and `should` (nested too) with `match: { value | any }` (any element of an
+ * array payload), `range` and `is_empty`. Ties are
  * returned in point-id order, which is not the store's id order.
  */
 import { type MockReply, type MockRequest, type MockServer, startMockServer } from "../rerank-fixtures.js";
@@ -92,13 +93,21 @@ function score(distance: Distance, q: Float32Array, v: Float32Array): number {
 /** Whether a payload satisfies one condition. */
 function condition(payload: Json, c: Json): boolean {
   if ("must" in c || "should" in c || "must_not" in c) return matches(payload, c);
+  const empty = c.is_empty as Json | undefined;
+  if (empty) {
+    // Qdrant: the field is absent, null or an empty array.
+    const value = payload[empty.key as string];
+    return value === undefined || value === null || (Array.isArray(value) && value.length === 0);
+  }
   const key = c.key;
   if (typeof key !== "string") throw new Error("condition without key");
   const value = payload[key];
   const match = c.match as Json | undefined;
   if (match) {
-    if ("value" in match) return value === match.value;
-    if (Array.isArray(match.any)) return match.any.includes(value);
+    // Qdrant matches an array payload when any element matches.
+    const values = Array.isArray(value) ? value : [value];
+    if ("value" in match) return values.some((x) => x === match.value);
+    if (Array.isArray(match.any)) return values.some((x) => (match.any as unknown[]).includes(x));
     throw new Error(`unsupported match ${JSON.stringify(match)}`);
   }
   const range = c.range as Record<string, number> | undefined;
