@@ -148,6 +148,7 @@ const EMBEDDING_FIELDS = [
   "documentPrefix",
   "longText",
   "workers",
+  "runtime",
   "pooling",
   "maxLength",
   "threads",

@@ -200,7 +200,7 @@ describe("BundledEmbedder model loading", () => {
       },
     }));
     const { BundledEmbedder: Fresh } = await import("../src/embed/bundled.js");
-    const broken = new Fresh();
+    const broken = new Fresh({ runtime: "tfjs" });
     const error = await broken.embedQuery("x").catch((e: unknown) => e);
     // resetModules re-imports errors.ts too, so compare by name rather than class.
     expect(error).toBeInstanceOf(Error);
@@ -209,6 +209,26 @@ describe("BundledEmbedder model loading", () => {
     expect((error as Error).message).toMatch(/ENOENT/);
     await expect(broken.embedQuery("x")).rejects.toThrow(/Universal Sentence Encoder lite/);
     expect(calls).toBe(2);
+  });
+
+  it("onnx runtime: wraps a load failure naming the model and onnxruntime, and retries later", async () => {
+    let calls = 0;
+    vi.resetModules();
+    vi.doMock("../src/embed/use-onnx.js", async (importOriginal) => ({
+      ...(await importOriginal<typeof import("../src/embed/use-onnx.js")>()),
+      useLiteOnnx: () => {
+        calls++;
+        throw new Error("ENOENT: no such file, open 'model.json'");
+      },
+    }));
+    const { BundledEmbedder: Fresh } = await import("../src/embed/bundled.js");
+    const broken = new Fresh({ workers: 0 });
+    const error = await broken.embedQuery("x").catch((e: unknown) => e);
+    expect((error as Error).name).toBe("KnowledgeLayerError");
+    expect((error as Error).message).toMatch(/Universal Sentence Encoder lite .*onnxruntime-node.*ENOENT/);
+    await expect(broken.embedQuery("x")).rejects.toThrow(/Universal Sentence Encoder lite/);
+    expect(calls).toBe(2);
+    vi.doUnmock("../src/embed/use-onnx.js");
   });
 });
 

@@ -20,7 +20,7 @@ describe("createEmbedder", () => {
     expect(await e.resolveDimension?.()).toBe(512);
     expect(await e.embedTexts([])).toEqual([]);
     expect(() => createEmbedder({ provider: "bundled", model: "other" })).toThrow(
-      'embedding model "other" is not available for provider "bundled"; use "use-lite"',
+      'embedding model "other" is not available for provider "bundled"; use "use-lite" or "use-lite-int8"',
     );
     expect(() => createEmbedder({ provider: "bundled", model: "use-lite", dimension: 384 })).toThrow(
       ConfigError,

@@ -13,16 +13,79 @@ import type { KbCounts, KbRecord } from "../store/catalog.js";
 import { collectionOf, describeStore } from "../store/index.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 
+/** What an ingest progress display knows: sources chunked, chunks made and embedded, time spent. */
+export interface IngestState {
+  /** Sources read and chunked, of `total`. */
+  done: number;
+  total: number;
+  /** Chunks made so far. */
+  chunked: number;
+  /** Chunks embedded so far; undefined while no embedding has been reported (e.g. `--no-embed`). */
+  embedded: number | undefined;
+  elapsedMs: number;
+}
+
+/**
+ * How far an ingest is, in [0, 1], and the seconds left (undefined before
+ * there is anything to extrapolate from). While chunks are being embedded, the
+ * work is counted in chunks: the total is estimated from the chunks per source
+ * so far, since embedding is most of the time; otherwise in sources.
+ */
+export function ingestEstimate(s: IngestState): { fraction: number; etaSeconds: number | undefined } {
+  let fraction = s.total > 0 ? s.done / s.total : 1;
+  if (s.embedded !== undefined && s.done > 0 && s.chunked > 0) {
+    const estimatedChunks = Math.max(s.chunked, (s.chunked / s.done) * s.total);
+    fraction = Math.min(fraction, s.embedded / estimatedChunks);
+  }
+  if (fraction <= 0) return { fraction: 0, etaSeconds: undefined };
+  return { fraction, etaSeconds: ((s.elapsedMs / 1000) * (1 - fraction)) / fraction };
+}
+
+/**
+ * One line of ingest progress: sources read and chunked, chunks embedded,
+ * chunks per second since the run started, and the time left (see
+ * {@link ingestEstimate}; left out when `eta` is false), e.g. `120/5183 sources · 180 chunks, 160 embedded · 95.0 chunks/s · eta 53s`.
+ */
+export function ingestStatus(s: IngestState, eta = true): string {
+  const parts = [`${s.done}/${s.total} sources`];
+  if (s.embedded === undefined) parts.push(`${s.chunked} chunks`);
+  else parts.push(`${s.chunked} chunks, ${s.embedded} embedded`);
+  if (s.embedded && s.elapsedMs > 0) parts.push(`${(s.embedded / (s.elapsedMs / 1000)).toFixed(1)} chunks/s`);
+  const { fraction, etaSeconds } = ingestEstimate(s);
+  if (eta && etaSeconds !== undefined && fraction < 1) parts.push(`eta ${formatSeconds(etaSeconds)}`);
+  return parts.join(" · ");
+}
+
+/** A duration as `42s`, `3m05s` or `2h07m`. */
+export function formatSeconds(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+/** Steps of the ingest bar (its value is a fraction of the work, see {@link ingestEstimate}). */
+const INGEST_STEPS = 1000;
+
 /**
  * Renders progress on stderr: a bar on a terminal; otherwise (logs, CI) one
- * plain line at most every 10 seconds; nothing when `mode` is `off`.
+ * plain line at most every 10 seconds; nothing when `mode` is `off`. During
+ * an ingest both show the chunks embedded so far, chunks/s and an ETA.
  */
 export class ProgressReporter {
   private bar: cliProgress.SingleBar | undefined;
   private label = "";
-  private lastLine = 0;
+  private lastLine = Number.NEGATIVE_INFINITY;
+  /** When the ingest started (its first event), for chunks/s. */
+  private startedAt = 0;
+  private ingest: Omit<IngestState, "elapsedMs"> = { done: 0, total: 0, chunked: 0, embedded: undefined };
 
-  constructor(private readonly mode: "bar" | "lines" | "off") {}
+  /** @param now clock in ms (tests pass their own). */
+  constructor(
+    private readonly mode: "bar" | "lines" | "off",
+    private readonly now: () => number = Date.now,
+    private readonly write: (line: string) => void = (line) => process.stderr.write(line),
+  ) {}
 
   /** Picks `bar` on a TTY, `lines` otherwise, `off` when `quiet`. */
   static forStderr(quiet: boolean): ProgressReporter {
@@ -37,25 +100,42 @@ export class ProgressReporter {
       | { phase: "vectors"; label: string; done: number; total: number },
   ): void {
     if (this.mode === "off") return;
+    if (event.phase === "discovered" || event.phase === "source" || event.phase === "embedded") {
+      if (this.startedAt === 0) this.startedAt = this.now();
+      if (event.phase === "discovered")
+        this.ingest = { done: 0, total: event.total, chunked: 0, embedded: undefined };
+      if (event.phase === "source") {
+        this.ingest = { ...this.ingest, done: event.done, total: event.total, chunked: event.chunks ?? 0 };
+      }
+      if (event.phase === "embedded") this.ingest = { ...this.ingest, embedded: event.chunks };
+    }
     if (this.mode === "lines") {
       if (event.phase === "discovered") return;
-      const now = Date.now();
-      if (now - this.lastLine < 10_000 && event.done !== event.total) return;
+      const now = this.now();
+      const last =
+        event.phase === "source" || event.phase === "embedded" ? this.finished() : event.done === event.total;
+      if (now - this.lastLine < 10_000 && !last) return;
       this.lastLine = now;
-      const what =
-        event.phase === "query"
-          ? `eval ${event.mode}`
-          : event.phase === "vectors"
-            ? event.label
-            : event.phase;
-      process.stderr.write(`${what}: ${event.done}/${event.total}\n`);
+      if (event.phase === "source" || event.phase === "embedded") {
+        this.write(`ingest: ${ingestStatus(this.state())}\n`);
+        return;
+      }
+      const what = event.phase === "query" ? `eval ${event.mode}` : event.label;
+      this.write(`${what}: ${event.done}/${event.total}\n`);
       return;
     }
     if (event.phase === "discovered") {
-      this.start("ingest", event.total);
-    } else if (event.phase === "source") {
-      if (!this.bar) this.start("ingest", event.total);
-      this.bar?.update(event.done, { item: shorten(displayName(event.path)) });
+      this.start("ingest", INGEST_STEPS);
+    } else if (event.phase === "source" || event.phase === "embedded") {
+      if (!this.bar) this.start("ingest", INGEST_STEPS);
+      const item = event.phase === "source" ? { item: shorten(displayName(event.path)) } : {};
+      const state = this.state();
+      const { fraction, etaSeconds } = ingestEstimate(state);
+      this.bar?.update(Math.round(fraction * INGEST_STEPS), {
+        ...item,
+        status: ingestStatus(state, false),
+        left: etaSeconds === undefined ? "-" : formatSeconds(etaSeconds),
+      });
     } else if (event.phase === "vectors") {
       if (this.label !== event.label) this.start(event.label, event.total);
       this.bar?.update(event.done, { item: "" });
@@ -73,19 +153,34 @@ export class ProgressReporter {
     this.label = "";
   }
 
+  /** The ingest so far. */
+  private state(): IngestState {
+    return { ...this.ingest, elapsedMs: this.now() - this.startedAt };
+  }
+
+  /** Every source chunked and every chunk made embedded (or nothing to embed). */
+  private finished(): boolean {
+    const s = this.ingest;
+    return s.done === s.total && (s.embedded === undefined || s.embedded >= s.chunked);
+  }
+
   private start(label: string, total: number): void {
     this.stop();
     this.label = label;
     this.bar = new cliProgress.SingleBar(
       {
-        format: `${label} [{bar}] {value}/{total} {percentage}% eta {eta_formatted} {item}`,
+        // The ingest bar counts its own progress (chunks while embedding) and ETA; see ingestEstimate.
+        format:
+          label === "ingest"
+            ? `${label} [{bar}] {percentage}% | {status} | eta {left} {item}`
+            : `${label} [{bar}] {value}/{total} {percentage}% | eta {eta_formatted} {item}`,
         stream: process.stderr,
         clearOnComplete: true,
         hideCursor: true,
       },
       cliProgress.Presets.shades_classic,
     );
-    this.bar.start(total, 0, { item: "" });
+    this.bar.start(total, 0, { item: "", status: "", left: "-" });
   }
 }
 

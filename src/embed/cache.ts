@@ -119,9 +119,23 @@ export class CachedEmbedder implements Embedder {
     onProgress?.(done, texts.length);
     const pending = [...missing.entries()];
     const step = 64;
-    for (let i = 0; i < pending.length; i += step) {
-      const slice = pending.slice(i, i + step);
-      const vectors = await this.inner.embedTexts(slice.map(([, m]) => m.text));
+    const slices: [string, { text: string; indices: number[] }][][] = [];
+    for (let i = 0; i < pending.length; i += step) slices.push(pending.slice(i, i + step));
+    // The next slice is handed to the model before the current one's vectors are stored, so a
+    // model with several workers never waits for the calling thread between slices.
+    const embed = (k: number): Promise<Float32Array[]> | undefined => {
+      const slice = slices[k];
+      if (!slice) return undefined;
+      const call = this.inner.embedTexts(slice.map(([, m]) => m.text));
+      call.catch(() => undefined); // awaited below; an early failure must not go unhandled
+      return call;
+    };
+    let next = embed(0);
+    for (let k = 0; k < slices.length; k++) {
+      const slice = slices[k] as [string, { text: string; indices: number[] }][];
+      const current = next as Promise<Float32Array[]>;
+      next = embed(k + 1);
+      const vectors = await current;
       this.db
         .transaction(() => {
           slice.forEach(([hash, m], j) => {

@@ -69,6 +69,14 @@ export interface BundledConfig extends CommonEmbeddingConfig {
   longText?: "mean" | "truncate";
   /** Worker threads for large jobs (default 2 on ≥ 2 cores, else 0). */
   workers?: number;
+  /**
+   * Where the model runs: `onnx` (default, onnxruntime-node) or `tfjs` (the
+   * TF.js wasm backend, the reference implementation, 1.4-3.9x slower). Both give
+   * the same vectors, so changing it never re-embeds a KB.
+   */
+  runtime?: "onnx" | "tfjs";
+  /** onnxruntime intra-op threads per worker (default 1). */
+  threads?: number;
 }
 
 /**

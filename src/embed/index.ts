@@ -17,6 +17,7 @@
  * collection.
  */
 import { ConfigError } from "../errors.js";
+import { BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
 import { CohereEmbedder } from "./cohere.js";
 import type { EmbeddingProviderConfig } from "./config.js";
 import type { Embedder } from "./contract.js";
@@ -60,22 +61,37 @@ export const BUNDLED_DIMENSION = 512;
 export function createEmbedder(config: EmbeddingProviderConfig, runtime: EmbedderRuntime = {}): Embedder {
   switch (config.provider) {
     case "bundled": {
-      if (config.model !== "use-lite") {
+      const model = config.model as BundledModel;
+      if (!BUNDLED_MODELS.includes(model)) {
         throw new ConfigError(
-          `embedding model "${config.model}" is not available for provider "bundled"; use "use-lite"`,
+          `embedding model "${config.model}" is not available for provider "bundled"; use ${BUNDLED_MODELS.map((m) => `"${m}"`).join(" or ")}`,
         );
       }
       if (config.dimension !== undefined && config.dimension !== BUNDLED_DIMENSION) {
         throw new ConfigError(
-          `embedding dimension ${config.dimension} is not available for provider "bundled" (use-lite is ${BUNDLED_DIMENSION}-d)`,
+          `embedding dimension ${config.dimension} is not available for provider "bundled" (${model} is ${BUNDLED_DIMENSION}-d)`,
         );
       }
-      const { batchSize, longText } = config;
+      if (model === "use-lite-int8" && config.runtime === "tfjs") {
+        throw new ConfigError(
+          'bundled model "use-lite-int8" runs on onnxruntime only; leave runtime unset or "onnx"',
+        );
+      }
+      const { batchSize, longText, runtime: engine, threads } = config;
       const offThread = runtime.offThread === true;
       const workers = config.workers ?? (offThread ? 1 : undefined);
-      return lazyEmbedder("bundled", "use-lite", BUNDLED_DIMENSION, async () => {
+      return lazyEmbedder("bundled", model, BUNDLED_DIMENSION, async () => {
         const { BundledEmbedder } = await import("./bundled.js");
-        return new BundledEmbedder({ batchSize, longText, workers, offThread, lane: runtime.lane });
+        return new BundledEmbedder({
+          batchSize,
+          longText,
+          workers,
+          offThread,
+          lane: runtime.lane,
+          runtime: engine,
+          threads,
+          model,
+        });
       });
     }
     case "local": {

@@ -72,10 +72,17 @@ export interface IngestSummary {
   stopped?: boolean;
 }
 
-/** Progress events for a progress bar. */
+/**
+ * Progress events for a progress bar: sources found; each source read and
+ * chunked (`done` of `total`; `chunks`: chunks made so far in this run); and
+ * chunks embedded so far in this run (`embedded` events, cumulative: computed,
+ * cached and reused vectors alike, sent as embedding batches complete, so a
+ * bar can show chunks/s and an ETA).
+ */
 export type IngestProgress =
   | { phase: "discovered"; total: number }
-  | { phase: "source"; done: number; total: number; path: string };
+  | { phase: "source"; done: number; total: number; path: string; chunks?: number }
+  | { phase: "embedded"; chunks: number };
 
 /** Everything ingest writes to. */
 export interface IngestContext {
@@ -206,8 +213,9 @@ export function pipelineHash(config: KnowledgeBaseConfig): string {
 
 /**
  * The embedding settings that change vectors: without the API key, batch size,
- * timeouts, retries and worker counts, so rotating a key or tuning throughput does
- * not re-ingest a KB.
+ * timeouts, retries, worker and thread counts and the bundled model's runtime
+ * (onnxruntime and TF.js give the same vectors), so rotating a key or tuning
+ * throughput does not re-ingest a KB.
  */
 export function embeddingIdentity(embedding: KnowledgeBaseConfig["embedding"]): Record<string, unknown> {
   const {
@@ -217,6 +225,7 @@ export function embeddingIdentity(embedding: KnowledgeBaseConfig["embedding"]): 
     maxRetries: _r,
     workers: _w,
     threads: _th,
+    runtime: _rt,
     ...rest
   } = embedding as unknown as Record<string, unknown>;
   return rest;
@@ -436,6 +445,9 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 
   let pending: PreparedUnit[] = [];
   let pendingChunks = 0;
+  /** Chunks made, and embedded by the model or the cache, in this run (for progress). */
+  let chunkedTotal = 0;
+  let embeddedChunks = 0;
   let stopped = false;
   // After the vector store fails once, the rest of the run stops embedding: its sources are
   // stored for keyword search (not embedded) and are embedded by the next ingest.
@@ -450,6 +462,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       return;
     }
     const embedNow = embed && store.failure === undefined;
+    const reusedBefore = summary.embedded.reused;
     if (embedNow && ctx.embedder) {
       // Chunks that carry a usable vector (embedding_semantic) are not embedded again.
       const embedder = ctx.embedder;
@@ -465,11 +478,16 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
         );
         p.embedded = p.vectors.map((v) => v === undefined);
       }
+      // Reused vectors count at once; the others as the embedder's batches complete.
+      const base = embeddedChunks + (summary.embedded.reused - reusedBefore);
+      const progress = (doneTexts: number): void =>
+        ctx.onProgress?.({ phase: "embedded", chunks: base + doneTexts });
       // With the embedded store, vectors are kept once: in the store, the cache pointing at them.
       const computed =
         embedder instanceof CachedEmbedder && ctx.store instanceof SqliteVectorStore
-          ? await embedder.embedTexts(texts, undefined, { store: false })
-          : await embedder.embedTexts(texts);
+          ? await embedder.embedTexts(texts, progress, { store: false })
+          : await embedder.embedTexts(texts, progress);
+      embeddedChunks = base + texts.length;
       let k = 0;
       for (const p of pending) {
         const vectors = p.vectors ?? [];
@@ -539,6 +557,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
           const chunks = await chunker.chunk(doc);
           prepared.docs.push({ doc, chunks });
           pendingChunks += chunks.length;
+          chunkedTotal += chunks.length;
           const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
           if (fallback) {
             summary.warnings.push({
@@ -558,7 +577,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       if (pendingChunks >= FLUSH_CHUNKS) await flush();
     }
     done++;
-    ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path });
+    ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path, chunks: chunkedTotal });
   }
   await flush();
   // Pending keyword postings are merged into their blocks once per run (search reads them either way).

@@ -12,6 +12,7 @@
  * await app.listen({ port: 8080 });
  * ```
  */
+
 import { createWriteStream, rmSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
@@ -23,6 +24,7 @@ import swagger from "@fastify/swagger";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { INLINE_DOCUMENT_SEPARATOR, routeText } from "../agent/routing.js";
 import { type KnowledgeBaseConfig, type RetrievalMode, validateKbConfig } from "../config.js";
+import { BUNDLED_MODELS } from "../embed/bundled-models.js";
 import { ConfigError, ExtractionError } from "../errors.js";
 import type { ExtractOptions } from "../extract/contract.js";
 import { DEFAULT_EXTRACTION_LIMITS } from "../extract/contract.js";
@@ -944,7 +946,9 @@ export function checkTenantSettings(settings: Obj, allow: boolean): void {
     "this server lets tenants use only offline services (start kl serve with --allow-tenant-services)";
   if (isObject(embedding)) {
     for (const [key, value] of Object.entries(embedding)) {
-      const ok = (key === "provider" && value === "bundled") || (key === "model" && value === "use-lite");
+      const ok =
+        (key === "provider" && value === "bundled") ||
+        (key === "model" && (BUNDLED_MODELS as readonly unknown[]).includes(value));
       if (!ok) throw new HttpError(400, `embedding.${key} cannot be set: ${hint}`, `embedding.${key}`);
     }
   } else if (embedding !== undefined) throw new HttpError(400, "embedding must be an object", "embedding");
