@@ -325,8 +325,9 @@ describe("BundledEmbedder worker pool", () => {
     expect(queries.longestGap).toBeLessThan(Math.max(100, queries.elapsed / 2));
     expect(off.workerThreadIds).not.toContain(threadId);
     await off.close();
-    // The same detector on the calling thread: one batch blocks the event loop throughout.
-    const inProcess = new BundledEmbedder({ workers: 0, batchSize: 16 });
+    // The same detector on the calling thread with the TF.js runtime (synchronous wasm; the
+    // onnxruntime default runs sessions on native threads): one batch blocks the event loop.
+    const inProcess = new BundledEmbedder({ workers: 0, batchSize: 16, runtime: "tfjs" });
     await inProcess.embedQuery("warm up");
     const blocked = await watchEventLoop(() => inProcess.embedTexts(texts.slice(0, 16)));
     expect(blocked.longestGap).toBeGreaterThan(blocked.elapsed / 2);
