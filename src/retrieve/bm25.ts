@@ -508,14 +508,14 @@ export class Bm25Index {
     let i = 0;
     // Full reads, while an unseen chunk could still reach the top k. The k-th score is at
     // most the best one, so it is only worked out once the bound falls below the best.
-    let best = 0;
+    // `top` keeps the k best chunks seen so far with their scores; scores only grow, so its
+    // smallest entry is a lower bound of the k-th score (no pass over every scored chunk).
+    const top = new TopK(topK);
     let theta = Number.NEGATIVE_INFINITY;
     for (; i < lists.length; i++) {
       const bound = rest[i] as number;
-      if (scores.size >= topK && bound < best) {
-        theta = kthLargest(scores, topK);
-        if (bound < theta) break;
-      }
+      theta = top.floor();
+      if (bound < theta) break;
       const list = lists[i] as QueryList;
       const { ids, tfs, lens } = this.readList(kb, list.term, pending.get(list.term));
       for (let j = 0; j < ids.length; j++) {
@@ -523,9 +523,10 @@ export class Bm25Index {
         if (allowed && !allowed.has(id)) continue; // filtered out (see `allowed`)
         const s = (scores.get(id) ?? 0) + score(list, tfs[j] as number, lens[j] as number);
         scores.set(id, s);
-        if (s > best) best = s;
+        top.offer(id, s);
       }
     }
+    theta = top.floor();
     // The lists left only complete the scores of chunks that can still reach the top k.
     for (let first = true; i < lists.length; i++, first = false) {
       // Pruning keeps the top k, so the k-th score only changes as the scores complete.
@@ -605,6 +606,84 @@ function parsePending(id: number, terms: string, into: Map<string, PostingList>)
 
 /** Terms whose document frequency a {@link Bm25Index} keeps per KB before starting over. */
 const DF_CACHE_TERMS = 50_000;
+
+/**
+ * The k best (id, score) pairs offered so far, for scores that only grow: a min-heap of at
+ * most k distinct ids, where offering a higher score for an id already held raises it in place.
+ * {@link floor} — the smallest score held, −∞ until k ids are held — is then never above the
+ * k-th largest current score, so MaxScore may stop or prune with it (exact top-k is kept).
+ */
+class TopK {
+  private readonly ids: number[] = [];
+  private readonly values: number[] = [];
+  private readonly at = new Map<number, number>();
+
+  constructor(private readonly k: number) {}
+
+  /** The smallest score held once k ids are held, else −∞. */
+  floor(): number {
+    return this.ids.length >= this.k ? (this.values[0] as number) : Number.NEGATIVE_INFINITY;
+  }
+
+  /** Records `score` as the current score of `id` (scores of an id never decrease). */
+  offer(id: number, score: number): void {
+    const held = this.at.get(id);
+    if (held !== undefined) {
+      this.values[held] = score;
+      this.down(held);
+      return;
+    }
+    if (this.ids.length < this.k) {
+      this.ids.push(id);
+      this.values.push(score);
+      this.at.set(id, this.ids.length - 1);
+      this.up(this.ids.length - 1);
+      return;
+    }
+    if (!(score > (this.values[0] as number))) return;
+    this.at.delete(this.ids[0] as number);
+    this.ids[0] = id;
+    this.values[0] = score;
+    this.at.set(id, 0);
+    this.down(0);
+  }
+
+  private swap(a: number, b: number): void {
+    const id = this.ids[a] as number;
+    const value = this.values[a] as number;
+    this.ids[a] = this.ids[b] as number;
+    this.values[a] = this.values[b] as number;
+    this.ids[b] = id;
+    this.values[b] = value;
+    this.at.set(this.ids[a] as number, a);
+    this.at.set(id, b);
+  }
+
+  private up(from: number): void {
+    let i = from;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((this.values[parent] as number) <= (this.values[i] as number)) return;
+      this.swap(i, parent);
+      i = parent;
+    }
+  }
+
+  private down(from: number): void {
+    let i = from;
+    const n = this.ids.length;
+    for (;;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let least = i;
+      if (left < n && (this.values[left] as number) < (this.values[least] as number)) least = left;
+      if (right < n && (this.values[right] as number) < (this.values[least] as number)) least = right;
+      if (least === i) return;
+      this.swap(i, least);
+      i = least;
+    }
+  }
+}
 
 /** The k-th largest value of `scores` (−∞ when it holds fewer than k), in linear time. */
 function kthLargest(scores: Map<number, number>, k: number): number {
