@@ -149,7 +149,8 @@ describe("HTTP API: malformed requests and error mapping", () => {
     });
     expect(field.status).toBe(400);
     expect(await field.json()).toEqual({
-      error: 'unexpected form field "note": send only file parts',
+      error:
+        'unexpected form field "note": send file parts, and optionally "meta" (key=value or a JSON object) and "tag" fields',
       field: "note",
     });
     const none = await fetch(`${s.base}/kbs/docs/documents`, {
