@@ -81,14 +81,14 @@ interface Stopped {
 
 /**
  * Starts `kl ingest --no-embed` (`--json` unless `json` is false) into `dataDir`, sends `signal` once
- * the first documents are committed (then `then`, right after it, when given), and waits for the exit.
+ * the first documents are committed (then `second`, right after it, when given), and waits for the exit.
  */
 async function ingestAndStop(
   dataDir: string,
   signal: NodeJS.Signals,
-  options: { then?: NodeJS.Signals; json?: boolean } = {},
+  options: { second?: NodeJS.Signals; json?: boolean } = {},
 ): Promise<Stopped> {
-  const { then, json = true } = options;
+  const { second: next, json = true } = options;
   const child: ChildProcess = spawn(
     process.execPath,
     cliArgs("--data-dir", dataDir, "ingest", corpus, "--no-embed", ...(json ? ["--json"] : [])),
@@ -117,7 +117,7 @@ async function ingestAndStop(
   // A second signal goes out right behind the first: a different signal, since two of the same
   // sent back to back can merge into one, and a stop can finish within milliseconds of the first.
   child.kill(signal);
-  if (then) child.kill(then);
+  if (next) child.kill(next);
   const { code, signal: sig } = await exited;
   return { code, signal: sig, stdout, stderr };
 }
@@ -230,7 +230,7 @@ describe("kl ingest stopped by a signal", () => {
 
   it("a second signal exits at once with the signal's code", async () => {
     const dataDir = join(tmp.dir, "twice");
-    const r = await ingestAndStop(dataDir, "SIGTERM", { then: "SIGINT" });
+    const r = await ingestAndStop(dataDir, "SIGTERM", { second: "SIGINT" });
     // Both are pending at once; the process takes them in the order the kernel delivers them.
     const second = /(SIGINT|SIGTERM) again: exiting now/.exec(r.stderr)?.[1];
     expect(second, r.stderr).toBeDefined();
