@@ -1,7 +1,9 @@
 import type { Db } from "../store/database.js";
 import {
+  appendPostings,
   BLOCK_POSTINGS,
   blockBounds,
+  blockRows,
   decodeBlock,
   emptyList,
   encodeBlock,
@@ -158,7 +160,6 @@ export class Bm25Index {
   private readonly blocksFrom;
   private readonly blockAt;
   private readonly allBlocks;
-  private readonly blockCount;
   private readonly insertBlock;
   private readonly updateBlock;
   private readonly deleteBlock;
@@ -198,7 +199,6 @@ export class Bm25Index {
     this.allBlocks = db
       .prepare("SELECT data FROM kw_blocks WHERE kb = ? AND term = ? ORDER BY last_id")
       .pluck();
-    this.blockCount = db.prepare("SELECT count(*) FROM kw_blocks WHERE kb = ? AND term = ?").pluck();
     this.insertBlock = db.prepare(
       "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
@@ -307,11 +307,8 @@ export class Bm25Index {
 
   /** Writes postings `from`… of `list` as new blocks. */
   private writeBlocks(kb: string, term: string, list: PostingList, from: number): void {
-    for (let i = from; i < list.ids.length; i += BLOCK_POSTINGS) {
-      const to = Math.min(i + BLOCK_POSTINGS, list.ids.length);
-      const { maxTf, minLen } = blockBounds(list, i, to);
-      this.insertBlock.run(kb, term, list.ids[to - 1], to - i, maxTf, minLen, encodeBlock(list, i, to));
-    }
+    for (const b of blockRows(list, from))
+      this.insertBlock.run(kb, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
   }
 
   /**
@@ -410,12 +407,7 @@ export class Bm25Index {
   private readList(kb: string, term: string, pending: PostingList | undefined): PostingList {
     const list = emptyList();
     for (const data of this.allBlocks.all(kb, term) as Buffer[]) decodeBlock(data, list);
-    if (pending) {
-      list.ids.push(...pending.ids);
-      list.tfs.push(...pending.tfs);
-      list.lens.push(...pending.lens);
-    }
-    return list;
+    return appendPostings(list, pending);
   }
 
   /** The postings of a term for the chunk ids in `wanted` only, reading just the blocks that hold them. */
@@ -435,12 +427,7 @@ export class Bm25Index {
       covered = row[0];
       decodeBlock(row[1], out);
     }
-    if (pending) {
-      out.ids.push(...pending.ids);
-      out.tfs.push(...pending.tfs);
-      out.lens.push(...pending.lens);
-    }
-    return out;
+    return appendPostings(out, pending);
   }
 
   /**
@@ -536,7 +523,7 @@ export class Bm25Index {
       const termPending = pending.get(list.term);
       const blocks = Math.ceil(list.df / BLOCK_POSTINGS);
       const { ids, tfs, lens } =
-        scores.size * 2 < blocks && scores.size * 2 < (this.blockCount.get(kb, list.term) as number)
+        scores.size * 2 < blocks
           ? this.probeList(kb, list.term, [...scores.keys()], termPending)
           : this.readList(kb, list.term, termPending);
       for (let j = 0; j < ids.length; j++) {

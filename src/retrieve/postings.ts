@@ -123,3 +123,32 @@ export function mergeLists(a: PostingList, b: PostingList): PostingList {
   }
   return out;
 }
+
+/** Appends every posting of `from` to `into` (in order); returns `into`. */
+export function appendPostings(into: PostingList, from: PostingList | undefined): PostingList {
+  if (!from) return into;
+  for (let i = 0; i < from.ids.length; i++) {
+    into.ids.push(from.ids[i] as number);
+    into.tfs.push(from.tfs[i] as number);
+    into.lens.push(from.lens[i] as number);
+  }
+  return into;
+}
+
+/** One `kw_blocks` row of a posting list: its last chunk id, size, block-max statistics and data. */
+export interface BlockRow {
+  lastId: number;
+  n: number;
+  maxTf: number;
+  minLen: number;
+  data: Buffer;
+}
+
+/** Cuts postings `from`… of `list` into new blocks of at most {@link BLOCK_POSTINGS}. */
+export function* blockRows(list: PostingList, from = 0): Generator<BlockRow> {
+  for (let i = from; i < list.ids.length; i += BLOCK_POSTINGS) {
+    const to = Math.min(i + BLOCK_POSTINGS, list.ids.length);
+    const { maxTf, minLen } = blockBounds(list, i, to);
+    yield { lastId: list.ids[to - 1] as number, n: to - i, maxTf, minLen, data: encodeBlock(list, i, to) };
+  }
+}

@@ -3,13 +3,7 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { KnowledgeLayerError } from "../errors.js";
-import {
-  BLOCK_POSTINGS,
-  blockBounds,
-  emptyList,
-  encodeBlock,
-  type PostingList,
-} from "../retrieve/postings.js";
+import { blockRows, emptyList, type PostingList } from "../retrieve/postings.js";
 
 /** A better-sqlite3 connection with sqlite-vec loaded and the schema applied. */
 export type Db = Database.Database;
@@ -307,13 +301,10 @@ function convertPostings(db: Db): void {
   );
   const insertTerm = db.prepare("INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?)");
   const write = (kb: string, term: string, list: PostingList) => {
-    for (let i = 0; i < list.ids.length; i += BLOCK_POSTINGS) {
-      const to = Math.min(i + BLOCK_POSTINGS, list.ids.length);
-      const { maxTf, minLen } = blockBounds(list, i, to);
-      insertBlock.run(kb, term, list.ids[to - 1], to - i, maxTf, minLen, encodeBlock(list, i, to));
-    }
+    for (const b of blockRows(list)) insertBlock.run(kb, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
     insertTerm.run(kb, term, list.ids.length);
   };
+
   // One list at a time (a statement cannot iterate while the connection writes).
   const terms = db.prepare("SELECT DISTINCT kb, term FROM postings").raw().all() as [string, string][];
   const listOf = db.prepare(
