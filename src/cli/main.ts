@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { resolve } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { createChunker } from "../chunk/index.js";
 import { TOKENIZERS } from "../chunk/measure.js";
@@ -25,6 +27,7 @@ import { displayName } from "../display.js";
 import { createEmbedder, EMBEDDING_PROVIDERS } from "../embed/index.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { evaluateBeir } from "../eval/beir.js";
+import { evaluatePages, formatPageReport } from "../eval/pages.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
 import { type Filter, FilterError, type FilterScalar, parseFilterJson } from "../retrieve/filter.js";
@@ -837,6 +840,53 @@ evalCmd
       },
       { create: true },
     );
+  });
+
+evalCmd
+  .command("pages")
+  .argument("<dir>", "page benchmark folder: pdfs/*.pdf, queries.jsonl, qrels/test.tsv (<file>.pdf#page=N)")
+  .description(
+    "ingest a folder of PDFs and score page- and document-level hit@1/5/10 and MRR per question type",
+  )
+  .option("--mode <modes>", "comma-separated modes (default: the KB's, hybrid_rerank)", parseModes)
+  .option("--keyword-only", "ingest without vectors and evaluate keyword search only")
+  .option("--kb <name>", "knowledge base to use (default pages-<dataset>)")
+  .option("--limit <n>", "evaluate only the first n questions", int("--limit"))
+  .option("--split <name>", "qrels split (default test)")
+  .option("--json", "print JSON (with each question's ranks and top results)")
+  .action(async (dir: string, o, command: Command) => {
+    const modes = o.keywordOnly ? ["keyword" as RetrievalMode] : (o.mode as RetrievalMode[] | undefined);
+    if (o.keywordOnly && o.mode && (o.mode as RetrievalMode[]).some((m) => m !== "keyword"))
+      throw new KnowledgeLayerError("--keyword-only evaluates keyword search only; drop --mode");
+    // Without --data-dir the filings go to a temporary data directory, removed afterwards.
+    const given = (command.optsWithGlobals() as { dataDir?: string }).dataDir;
+    const dataDir = given ?? mkdtempSync(join(tmpdir(), "kl-eval-pages-"));
+    const kl = KnowledgeLayer.open({ dataDir, create: true });
+    try {
+      const progress = ProgressReporter.forStderr(Boolean(o.json));
+      const report = await evaluatePages(kl, dir, {
+        modes,
+        embed: o.keywordOnly ? false : undefined,
+        kb: o.kb,
+        limit: o.limit,
+        split: o.split,
+        onProgress: (e) => progress.update(e),
+      });
+      progress.stop();
+      if (o.json) {
+        console.log(JSON.stringify(report, null, 2));
+        return;
+      }
+      const ing = report.ingest;
+      console.log(
+        `ingest: ${ing.files} files, ${ing.added + ing.updated} (re)indexed, ${ing.unchanged} unchanged, ${ing.chunks} chunks, ` +
+          `${ing.embedded.computed} embedded, ${ing.embedded.cached} from cache, ${(ing.durationMs / 1000).toFixed(1)} s`,
+      );
+      console.log(formatPageReport(report));
+    } finally {
+      await kl.close();
+      if (given === undefined) rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
 const docs = program.command("docs").description("list, show and remove documents");
