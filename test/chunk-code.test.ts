@@ -16,7 +16,7 @@ import { createChunker } from "../src/chunk/index.js";
 import { validateChunkingConfig } from "../src/chunk/spans.js";
 import type { ChunkingConfig } from "../src/config.js";
 import { languageForPath } from "../src/extract/detect.js";
-import type { Chunk, ChunkType, ExtractedDocument } from "../src/types.js";
+import { type Chunk, type ChunkType, chunkBody, type ExtractedDocument } from "../src/types.js";
 import { cfg, checkInvariants, doc, readShared, shared } from "./chunk-helpers.js";
 
 /** Runs the CODE chunker. */
@@ -562,7 +562,7 @@ describe("CODE on tree-sitter: one source per language", () => {
       expect(c?.metadata.symbol).toBe(x.symbol);
       expect(c?.chunkType).toBe(x.type);
     }
-    expect(chunks[0]?.text).toBe("#ifndef GEOM_H\n#define GEOM_H\n\n#include <math.h>");
+    expect(chunkBody(chunks[0] as Chunk)).toBe("#ifndef GEOM_H\n#define GEOM_H\n\n#include <math.h>");
   });
 
   test("tree-sitter offsets are exact JavaScript string offsets around non-BMP text", async () => {
@@ -593,7 +593,7 @@ describe("CODE on tree-sitter: one source per language", () => {
     const chunks = await run(d, cfg(1500));
     for (const x of src.defs) {
       const c = chunks.find((y) => y.start === x.start);
-      expect(c?.text).toBe(x.text);
+      expect(c && chunkBody(c)).toBe(x.text);
       expect(c?.end).toBe(x.end);
     }
     // The same in JavaScript, with astral characters in a template literal and a comment.
@@ -605,7 +605,7 @@ describe("CODE on tree-sitter: one source per language", () => {
       "\n",
     );
     const jsChunks = await run(codeDoc(js.text, "javascript"), cfg(1500));
-    expect(jsChunks.find((c) => c.metadata.symbol === "tag")?.text).toBe(js.defs[0]?.text);
+    expect(chunkBody(jsChunks.find((c) => c.metadata.symbol === "tag") as Chunk)).toBe(js.defs[0]?.text);
   });
 });
 
@@ -690,7 +690,7 @@ describe("CODE: oversized functions and statements", () => {
           true,
         );
       }
-      expect(chunks.find((c) => c.metadata.symbol === "render")?.text).toBe(
+      expect(chunkBody(chunks.find((c) => c.metadata.symbol === "render") as Chunk)).toBe(
         "def render():\n    return TEMPLATE",
       );
     }
@@ -702,7 +702,7 @@ describe("CODE: oversized functions and statements", () => {
     const text = `${imports}\n\n${consts}\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n`;
     const d = codeDoc(text, "python");
     const chunks = await run(d, cfg(1500));
-    expect(chunks[0]?.text).toBe(`${imports}\n\n${consts}`);
+    expect(chunkBody(chunks[0] as Chunk)).toBe(`${imports}\n\n${consts}`);
     expect(chunks.map((c) => c.metadata.symbol)).toEqual([undefined, "a", "b"]);
     const grouped = await run(d, cfg(1500, 0, 100));
     checkInvariants(d, grouped, cfg(1500, 0, 100));
@@ -719,11 +719,11 @@ describe("CODE: fallback", () => {
     const blocks = ["block one line\nmore one", "block two line\nmore two", "block three"];
     const d = codeDoc(blocks.join("\n\n"), "cobol");
     const chunks = await run(d, cfg(30));
-    expect(chunks.map((c) => c.text)).toEqual(blocks);
+    expect(chunks.map(chunkBody)).toEqual(blocks);
     expect(chunks.every((c) => c.chunkType === "code_block" && c.metadata.language === "cobol")).toBe(true);
     // No language and an unknown extension: the same.
     const bare = await run(doc(blocks.join("\n\n"), "code", { path: "/x/notes.zzz" }), cfg(30));
-    expect(bare.map((c) => c.text)).toEqual(blocks);
+    expect(bare.map(chunkBody)).toEqual(blocks);
   });
 
   test("languages without a grammar use the regex families (Kotlin)", async () => {
@@ -732,7 +732,7 @@ describe("CODE: fallback", () => {
     const d = codeDoc(text, "kotlin");
     const chunks = await run(d, cfg(1500));
     checkInvariants(d, chunks, cfg(1500));
-    expect(chunks.find((c) => c.metadata.symbol === "greet")?.text.startsWith("/** Greets. */")).toBe(true);
+    expect(chunkBody(chunks.find((c) => c.metadata.symbol === "greet") as Chunk).startsWith("/** Greets. */")).toBe(true);
     expect(chunks.find((c) => c.metadata.symbol === "Box")?.chunkType).toBe("code_class");
   });
 
@@ -777,7 +777,7 @@ describe("CODE: fallback", () => {
       "\n",
     );
     const chunks = await run(codeDoc(src.text, "typescript"), cfg(1500));
-    expect(chunks.find((c) => c.metadata.symbol === "App")?.text).toBe(src.defs[0]?.text);
+    expect(chunkBody(chunks.find((c) => c.metadata.symbol === "App") as Chunk)).toBe(src.defs[0]?.text);
   });
 });
 
@@ -813,12 +813,12 @@ describe("CODE: shared cases and real code", () => {
     const jsChunks = await run(codeDoc(js, "javascript"), cfg(1500));
     const send = jsChunks.find((c) => c.text.includes("res.send = function send(body)")) as Chunk;
     expect(send.metadata).toMatchObject({ symbol: "res.send", language: "javascript" });
-    expect(send.text.startsWith("/**")).toBe(true);
+    expect(chunkBody(send).startsWith("/**")).toBe(true);
     const go = readShared("data/docs/code/gin-gonic+gin/context.go");
     const goChunks = await run(codeDoc(go, "go"), cfg(1500));
     const copy = goChunks.find((c) => c.text.includes("func (c *Context) Copy() *Context {")) as Chunk;
     expect(copy).toMatchObject({ chunkType: "code_function", metadata: { symbol: "Copy" } });
-    expect(copy.text.startsWith("// Copy returns a copy")).toBe(true);
+    expect(chunkBody(copy).startsWith("// Copy returns a copy")).toBe(true);
   });
 
   test("zod util.ts: small neighbouring types are grouped below minChunkSize and listed", async () => {

@@ -518,7 +518,8 @@ describe("EMAIL", () => {
     expect(chunks[0]?.text.length).toBeLessThanOrEqual(250);
     for (const c of chunks.slice(1)) {
       expect(c.chunkType).toBe("email_body");
-      expect(c.contextPrefix).toBe("Subject: Maintenance window");
+      // Later chunks carry subject, sender and day.
+      expect(c.contextPrefix).toBe("Subject: Maintenance window · From: Ops Desk <ops@example.com> · Date: 2024-07-02");
       expect(c.text.length).toBeLessThanOrEqual(250);
     }
     const last = chunks[chunks.length - 1] as Chunk;
@@ -527,7 +528,7 @@ describe("EMAIL", () => {
     expect(last.metadata.quotedRatio as number).toBeGreaterThan(0.9);
     expect(last.text).toContain("wrote:");
     expect(chunks[0]?.metadata).toEqual({ hasQuoted: false, quotedRatio: 0, quoted: false });
-    for (const c of chunks.slice(0, -1)) expect(c.text).not.toContain("> ");
+    for (const c of chunks.slice(0, -1)) expect(chunkBody(c)).not.toContain("> ");
     // quotedReplies "drop": the quoted reply leaves no chunk, own text is all kept.
     const dropped = await run("email", d, { ...cfg(250), email: { quotedReplies: "drop" } });
     expect(dropped.some((c) => c.text.includes("wrote:") || c.text.includes("> Plan"))).toBe(false);
@@ -573,7 +574,9 @@ describe("SLACK", () => {
     const chunks = await run("slack", d, cfg(500));
     checkInvariants(d, chunks, cfg(500));
     const thread = chunks.find((c) => c.chunkType === "complete_thread") as Chunk;
-    expect(thread.text).toBe("carol: Checklist draft:\nalice: Step 1 done.\nbob: Step 2 done.");
+    expect(chunkBody(thread)).toBe("carol: Checklist draft:\nalice: Step 1 done.\nbob: Step 2 done.");
+    // The channel is the chunk's context; the thread starts in it, so no thread context.
+    expect(thread.contextPrefix).toBe("#deploys");
     expect(thread.metadata).toMatchObject({
       channel: "deploys",
       participants: ["carol", "alice", "bob"],
@@ -618,7 +621,7 @@ describe("SLACK", () => {
       { user: "c", ts: ts(600 + 1801 + 1800), text: "four" },
     ];
     const chunks = await run("slack", slackDoc("c", msgs), cfg(1500));
-    expect(chunks.map((c) => c.text)).toEqual(["a: one\nb: two", "a: three\nc: four"]);
+    expect(chunks.map(chunkBody)).toEqual(["a: one\nb: two", "a: three\nc: four"]);
     expect(chunks[1]?.metadata).toMatchObject({
       participants: ["a", "c"],
       tsStart: ts(2401),
@@ -657,7 +660,7 @@ describe("CODE", () => {
     const chunks = await run("code", d, cfg(150));
     checkInvariants(d, chunks, cfg(150));
     const gamma = chunks.find((c) => c.text.includes("def gamma")) as Chunk;
-    expect(gamma.text.startsWith("def gamma")).toBe(true);
+    expect(chunkBody(gamma).startsWith("def gamma")).toBe(true);
     expect(gamma).toMatchObject({
       chunkType: "code_function",
       metadata: { symbol: "gamma", parentSymbol: "Handler" },
@@ -669,13 +672,13 @@ describe("CODE", () => {
     const jsChunks = await run("code", doc(js, "code", { language: "javascript" }), cfg(1500, 0, 0));
     const send = jsChunks.find((c) => c.text.includes("res.send = function send(body)")) as Chunk;
     expect(send.metadata).toMatchObject({ symbol: "res.send", language: "javascript" });
-    expect(send.text.startsWith("/**")).toBe(true);
+    expect(chunkBody(send).startsWith("/**")).toBe(true);
 
     const go = readShared("data/docs/code/gin-gonic+gin/context.go");
     const goChunks = await run("code", doc(go, "code", { language: "go" }), cfg(1500, 0, 0));
     const copy = goChunks.find((c) => c.text.includes("func (c *Context) Copy() *Context {")) as Chunk;
     expect(copy).toMatchObject({ chunkType: "code_function", metadata: { symbol: "Copy" } });
-    expect(copy.text.startsWith("// Copy returns a copy")).toBe(true);
+    expect(chunkBody(copy).startsWith("// Copy returns a copy")).toBe(true);
   });
 
   test("TypeScript types and small neighbours are grouped below minChunkSize", async () => {
@@ -741,7 +744,8 @@ describe("CODE", () => {
     for (const [language, text, expected] of samples) {
       const chunks = await run("code", doc(text, "code", { language }), cfg(1500));
       expect(chunks.map((c) => [c.chunkType, c.metadata.symbol])).toEqual(expected);
-      if (language === "java") expect(chunks[1]?.text.startsWith("/** Docs. */\n@Service")).toBe(true);
+      if (language === "java")
+        expect(chunkBody(chunks[1] as Chunk).startsWith("/** Docs. */\n@Service")).toBe(true);
     }
   });
 
@@ -756,7 +760,7 @@ describe("CODE", () => {
   test("unknown languages split at blank lines", async () => {
     const text = "block one line\nmore one\n\nblock two line\nmore two\n\nblock three";
     const chunks = await run("code", doc(text, "code", { language: "cobol" }), cfg(30));
-    expect(chunks.map((c) => c.text)).toEqual([
+    expect(chunks.map(chunkBody)).toEqual([
       "block one line\nmore one",
       "block two line\nmore two",
       "block three",

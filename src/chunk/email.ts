@@ -50,6 +50,22 @@ export function emailHeaderBlock(meta: Partial<DocumentMetadata>): string | unde
   return lines.length > 0 ? lines.join("\n") : undefined;
 }
 
+/**
+ * The context of an email's later chunks: subject, sender and day (`Subject: Q3
+ * numbers · From: Alice <a@x.com> · Date: 2024-03-01`), each part only when the
+ * message has it, the sender cut to 80 characters; undefined without any.
+ */
+export function laterContext(meta: Partial<DocumentMetadata>): string | undefined {
+  const parts: string[] = [];
+  const subject = headerValue(meta.subject);
+  if (subject) parts.push(`Subject: ${subject}`);
+  const from = headerValue(meta.from);
+  if (from) parts.push(`From: ${from.length > 80 ? `${from.slice(0, 79).trimEnd()}…` : from}`);
+  const date = headerValue(meta.date);
+  if (date) parts.push(`Date: ${/^\d{4}-\d{2}-\d{2}T/.test(date) ? date.slice(0, 10) : date}`);
+  return parts.length > 0 ? parts.join(" · ") : undefined;
+}
+
 const QUOTE = /^[ \t]*>/;
 
 /**
@@ -382,8 +398,9 @@ function quoteRuns(text: string, all: Span, quoted: Span[]): { span: Span; quote
  * Splits an email body into EMAIL chunks.
  *
  * The first chunk (`email_start`) has `contextPrefix` = {@link emailHeaderBlock}
- * (From, To, Cc, Subject, Date); later chunks are `email_body` with prefix
- * `Subject: …` when there is a subject. A body of at most
+ * (From, To, Cc, Subject, Date); later chunks are `email_body` with the prefix
+ * `Subject: … · From: … · Date: YYYY-MM-DD` (the parts the message has, see
+ * {@link laterContext}). A body of at most
  * `limits.email.wholeUnder` units stays one chunk as long as it fits
  * `limits.size` together with its header block (chunkSize is the hard cap; raise
  * it above wholeUnder to keep such messages whole). A longer body is cut into runs
@@ -409,8 +426,7 @@ export function chunkEmail(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
   // A header-only message (no body) has the header block as its text: no prefix to repeat it.
   const headerBlock = emailHeaderBlock(doc.metadata);
   const header = headerBlock !== undefined && text.trim() === headerBlock ? undefined : headerBlock;
-  const subject = headerValue(doc.metadata.subject);
-  const later = subject ? `Subject: ${subject}` : undefined;
+  const later = laterContext(doc.metadata);
   // The header block given as the text of a body-less message is not a quoted reply.
   const quoted = headerBlock !== undefined && header === undefined ? [] : quotedSpans(text);
   const drop = limits.email.quotedReplies === "drop";

@@ -20,6 +20,7 @@ import {
   type ExtractedDocument,
   withContext,
 } from "../types.js";
+import { contextReserve, type DocumentContext, documentContext } from "./context.js";
 import type { Chunker } from "./contract.js";
 import { CHAR_MEASURE, createMeasure, type SizeMeasure, spanSize } from "./measure.js";
 import { enforceSize, lineTable } from "./split.js";
@@ -396,10 +397,57 @@ export function annotatePages(doc: ExtractedDocument, chunks: Chunk[]): Chunk[] 
 export type ChunkFn = (doc: ExtractedDocument, limits: ChunkLimits) => Chunk[] | Promise<Chunk[]>;
 
 /**
+ * Prepends each chunk's document context (see `chunk/context.ts`) to its context
+ * prefix (`context\nown prefix`, or the context alone), shortened with
+ * {@link fitPrefix} so the chunk text stays within `limits.size`; a context that
+ * does not fit at all is left out. The body span is unchanged.
+ */
+export function applyDocumentContext(
+  doc: ExtractedDocument,
+  chunks: Chunk[],
+  context: DocumentContext,
+  limits: ChunkLimits,
+): Chunk[] {
+  if (context.longest === 0) return chunks;
+  for (const c of chunks) {
+    const line = context.at(c);
+    if (!line) continue;
+    const body = doc.text.slice(c.start, c.end);
+    const own = c.contextPrefix;
+    const fitted = fitPrefix(limits, line, own ? `${own}\n\n${body}` : body);
+    // A context cut to a stub ("src…") says nothing: leave it out.
+    if (!fitted || (fitted !== line && fitted.length < Math.min(24, line.length))) continue;
+    const prefix = own ? `${fitted}\n${own}` : fitted;
+    c.contextPrefix = prefix;
+    c.text = withContext(prefix, body);
+  }
+  return chunks;
+}
+
+/**
+ * Limits for a strategy that leaves `reserve` units of each chunk for the document
+ * context: a smaller size (overlap and minimum clamped below it), the rest the same.
+ */
+function reservedLimits(limits: ChunkLimits, reserve: number): ChunkLimits {
+  if (reserve <= 0) return limits;
+  const size = limits.size - reserve;
+  return {
+    ...limits,
+    size,
+    overlap: Math.min(limits.overlap, Math.max(0, size - 1)),
+    minSize: Math.min(limits.minSize, Math.max(0, size - 1)),
+  };
+}
+
+/**
  * Wraps a strategy function as a {@link Chunker}: validates `config` now
  * (so a bad configuration fails before any text is read), and on every call
- * merges tiny fragments, annotates pages and finalises indices. The chunker is
- * synchronous when `fn` is.
+ * merges tiny fragments, annotates pages, adds each chunk's document context
+ * (title, organisation, period, section…; see `chunk/context.ts`) to its prefix
+ * and finalises indices. A document that does not fit one chunk is split with
+ * room left for its context (at most a quarter of the chunk); one that fits is
+ * not split for it (its context is shortened instead, or left out). The
+ * chunker is synchronous when `fn` is.
  * @throws ConfigError for invalid chunking parameters.
  */
 export function defineChunker(
@@ -408,19 +456,28 @@ export function defineChunker(
   fn: ChunkFn,
 ): Chunker {
   const limits = validateChunkingConfig(config);
-  const finish = (doc: ExtractedDocument, chunks: Chunk[]): Chunk[] =>
-    finalizeChunks(
-      annotateLines(
-        doc,
-        annotatePages(doc, mergeTinyChunks(doc, enforceSize(doc.text, chunks, limits), limits)),
-      ),
-    );
   return {
     name,
     limits,
     chunk(doc: ExtractedDocument): Chunk[] | Promise<Chunk[]> {
-      const result = fn(doc, limits);
-      return Array.isArray(result) ? finish(doc, result) : result.then((chunks) => finish(doc, chunks));
+      const context = documentContext(doc);
+      const reserve =
+        context.longest > 0 && sizeOf(limits, doc.text) > limits.size ? contextReserve(context, limits) : 0;
+      const inner = reservedLimits(limits, reserve);
+      const finish = (chunks: Chunk[]): Chunk[] =>
+        finalizeChunks(
+          annotateLines(
+            doc,
+            applyDocumentContext(
+              doc,
+              annotatePages(doc, mergeTinyChunks(doc, enforceSize(doc.text, chunks, inner), inner)),
+              context,
+              limits,
+            ),
+          ),
+        );
+      const result = fn(doc, inner);
+      return Array.isArray(result) ? finish(result) : result.then(finish);
     },
   };
 }

@@ -6,6 +6,7 @@ import { getDocumentProxy, getMeta } from "unpdf";
 import { ExtractionError } from "../errors.js";
 import type { ExtractedDocument, Segment } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
+import { coverFacts, type OutlineEntry, outlineSections, pageHeadings } from "./pdf-context.js";
 import { compact, fileTitle, nonBlank, readSource } from "./util.js";
 
 type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
@@ -438,6 +439,59 @@ async function readInfo(pdf: PdfDocument): Promise<{ title?: string; author?: st
   }
 }
 
+/** At most this many outline entries (bookmarks) are read. */
+const MAX_OUTLINE_ENTRIES = 2000;
+
+/**
+ * The PDF outline (bookmarks) with the page and vertical position each entry points
+ * at; entries whose destination cannot be resolved are skipped, and a failure gives
+ * none (the outline is optional).
+ */
+async function readOutline(pdf: PdfDocument): Promise<OutlineEntry[]> {
+  const out: OutlineEntry[] = [];
+  try {
+    const outline = await pdf.getOutline();
+    const pageHeight = new Map<number, number>();
+    const walk = async (items: typeof outline, parents: string[]): Promise<void> => {
+      for (const item of items ?? []) {
+        if (out.length >= MAX_OUTLINE_ENTRIES) return;
+        const title = infoString(item.title);
+        const path = title ? [...parents, title] : parents;
+        try {
+          const dest = typeof item.dest === "string" ? await pdf.getDestination(item.dest) : item.dest;
+          const target = Array.isArray(dest) ? dest[0] : undefined;
+          if (title && target !== undefined && target !== null) {
+            const index =
+              typeof target === "number" ? target : await pdf.getPageIndex(target as Parameters<PdfDocument["getPageIndex"]>[0]);
+            const page = index + 1;
+            // XYZ destinations give the top of the target in PDF units (origin bottom-left).
+            const kind = (dest?.[1] as { name?: string } | undefined)?.name;
+            const top = kind === "XYZ" || kind === "FitH" || kind === "FitBH" ? dest?.[kind === "XYZ" ? 3 : 2] : null;
+            let at = 0;
+            if (typeof top === "number") {
+              let height = pageHeight.get(page);
+              if (height === undefined) {
+                const p = await pdf.getPage(page);
+                height = p.getViewport({ scale: 1 }).height;
+                pageHeight.set(page, height);
+              }
+              at = height > 0 ? Math.min(1, Math.max(0, 1 - top / height)) : 0;
+            }
+            out.push({ path, page, at });
+          }
+        } catch {
+          // An unresolvable destination: the entry is skipped, its children still read.
+        }
+        if (item.items?.length) await walk(item.items, path);
+      }
+    };
+    await walk(outline, []);
+  } catch {
+    return out;
+  }
+  return out;
+}
+
 /** At most this many page ranges are listed in a warning. */
 const MAX_LISTED_RANGES = 20;
 
@@ -552,12 +606,25 @@ export const pdfExtractor: Extractor = {
         warnings.push(`text of ${pageList(failed)} could not be extracted: ${reason}`);
       }
       const info = await readInfo(pdf);
+      const pages = segments.map((seg) => text.slice(seg.start, seg.end));
+      const headings = pageHeadings(pages);
+      const outline = outlineSections(await readOutline(pdf), pageCount);
+      segments.forEach((seg, i) => {
+        const heading = headings[i];
+        if (heading) seg.metadata.heading = heading;
+        const sections = outline[(seg.metadata.page as number) - 1];
+        if (sections && sections.length > 0) seg.metadata.sections = sections;
+      });
+      const cover = coverFacts(pages.slice(0, 2).join("\n\n"));
       const metadata = compact({
         path,
         type: "pdf" as const,
         title: info.title ?? fileTitle(path),
         author: info.author,
         pageCount,
+        organization: cover.organization,
+        documentKind: cover.documentKind,
+        period: cover.period,
       });
       const doc: ExtractedDocument = { uri: path, text, metadata, segments };
       if (warnings.length > 0) doc.warnings = warnings;
