@@ -118,7 +118,9 @@ function pageAt(segments: readonly Segment[], pos: number): Segment | undefined 
 /** PDF: cover facts and title, then the section where the chunk starts. */
 function pdfContext(doc: ExtractedDocument): DocumentContext {
   const m = doc.metadata;
-  const head = joinParts([str(m.organization), str(m.documentKind), str(m.period), realTitle(doc)]);
+  const facts = [str(m.organization), str(m.documentKind), str(m.period)].filter(Boolean);
+  // The title only when the cover page said little: it mostly repeats the facts, less tidily.
+  const head = joinParts([...facts, facts.length < 2 ? realTitle(doc) : undefined]);
   const segments = doc.segments ?? [];
   const sectionOf = (pos: number): string | undefined => {
     const page = pageAt(segments, pos);

@@ -553,12 +553,43 @@ export function analyzeChunk(text: string, analyzer: Analyzer = "english", title
   const options = analyzerOptions(analyzer);
   const tokens = tokenize(text, options);
   const titleTokens = title ? tokenize(title, options) : [];
-  const parts = [String(tokens.length), String(titleTokens.length)];
+  const body = fieldLength(text, tokens, (line) => tokenize(line, options));
+  const parts = [String(body), String(titleTokens.length)];
   for (const [term, tf] of termFrequencies(tokens)) parts.push(term + TF_SEPARATOR + tf);
   for (const [term, tf] of termFrequencies(titleTokens))
     parts.push(TITLE_FIELD_PREFIX + term + TF_SEPARATOR + tf);
-  return { body: tokens.length, title: titleTokens.length, terms: parts.join(TERM_SEPARATOR) };
+  return { body, title: titleTokens.length, terms: parts.join(TERM_SEPARATOR) };
 }
+
+/**
+ * BM25 length of a field: its tokens, less the numbers of table rows (lines ending in
+ * two or more figures, such as `Accounts payable 1,174 1,587` or `(Millions) 2018 2017`).
+ * A table of figures — each `1,577` or `(370)` one to four tokens — is not a verbose
+ * text, so its numbers do not lower the score of the row labels and headings beside
+ * them; they are still indexed. Numbers in sentences count as usual.
+ */
+export function fieldLength(
+  text: string,
+  tokens: readonly string[],
+  tokenizeLine: (line: string) => string[],
+): number {
+  if (!TABLE_ROW.test(text)) return tokens.length;
+  let numbers = 0;
+  for (const line of text.split("\n")) {
+    if (!TABLE_ROW_LINE.test(line)) continue;
+    for (const t of tokenizeLine(line)) if (NUMBER_TOKEN.test(t)) numbers++;
+  }
+  return Math.max(0, tokens.length - numbers);
+}
+
+/** A token made of digits and `.`/`,` only. */
+const NUMBER_TOKEN = /^[\d.,]+$/;
+/** A figure in a table cell: `1,577`, `(370)`, `$ 5,363`, `12.3%`, `—`. */
+const FIGURE = String.raw`(?:\(?[$€£¥]?\s?-?\d[\d,.]*%?\)?%?|[—–-])`;
+/** A line ending in two or more figures. */
+const TABLE_ROW_LINE = new RegExp(String.raw`(?:^|\s)${FIGURE}\s+(?:[$€£¥]\s+)?${FIGURE}\s*$`);
+/** Some line of the text ends in two or more figures (a quick test before splitting lines). */
+const TABLE_ROW = new RegExp(String.raw`(?:^|\s)${FIGURE}\s+(?:[$€£¥]\s+)?${FIGURE}[ \t]*(?:\n|$)`);
 
 /** Pending chunks a {@link Bm25Index} collects before merging them into the posting blocks. */
 export const PENDING_MERGE_CHUNKS = 2048;
@@ -770,8 +801,9 @@ export class MemoryBm25Index {
       if (list) list.push({ doc, tf });
       else this.postings.set(term, [{ doc, tf }]);
     }
-    this.lengths.push(tokens.length);
-    this.totalLength += tokens.length;
+    const length = fieldLength(text, tokens, this.tokenizeText);
+    this.lengths.push(length);
+    this.totalLength += length;
     return doc;
   }
 
