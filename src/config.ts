@@ -342,6 +342,12 @@ export interface RetrievalConfig {
    * nDCG@10 0.683 → 0.699, Cranfield 0.362 → 0.378; see `bench/retrieval.ts`).
    */
   bm25TitleWeight: number;
+  /**
+   * Weight of the document profile (organisation, kind and period a document states,
+   * such as a report's cover page) added to each of its chunks' BM25 score, scored with
+   * document-level frequencies; 0 turns it off. Default 1. See `Bm25Params.documentWeight`.
+   */
+  bm25DocumentWeight: number;
   /** BM25 analyzer: `english` (stop words + Porter stemming, default) or `standard`. Fixed at index time. */
   analyzer: Analyzer;
 }
@@ -387,6 +393,7 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
       bm25K1: 1.2,
       bm25B: 0.75,
       bm25TitleWeight: 0.3,
+      bm25DocumentWeight: 1,
       analyzer: "english",
     },
   };
@@ -447,6 +454,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
     "bm25K1",
     "bm25B",
     "bm25TitleWeight",
+    "bm25DocumentWeight",
     "analyzer",
   ],
 };
@@ -586,6 +594,9 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   if (!(r.bm25B >= 0 && r.bm25B <= 1)) fail("retrieval.bm25B", `must be in [0, 1] (got ${r.bm25B})`);
   if (!(r.bm25TitleWeight >= 0 && Number.isFinite(r.bm25TitleWeight))) {
     fail("retrieval.bm25TitleWeight", `must be a finite number >= 0 (got ${r.bm25TitleWeight})`);
+  }
+  if (r.bm25DocumentWeight !== undefined && !(r.bm25DocumentWeight >= 0 && Number.isFinite(r.bm25DocumentWeight))) {
+    fail("retrieval.bm25DocumentWeight", `must be a finite number >= 0 (got ${r.bm25DocumentWeight})`);
   }
   if (!ANALYZERS.includes(r.analyzer)) {
     fail("retrieval.analyzer", `must be one of ${ANALYZERS.join(", ")} (got "${r.analyzer}")`);

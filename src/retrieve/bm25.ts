@@ -35,6 +35,17 @@ export interface Bm25Params {
    * fields"). 0 turns the title field off. Default 0.3.
    */
   titleWeight?: number;
+  /**
+   * Weight of the document profile (see {@link PROFILE_FIELDS}: the organisation,
+   * kind and period a document states, e.g. a report's cover page) added to the score
+   * of each of its chunks: `+ documentWeight × BM25(profile)`, the profile scored as a
+   * field of the *document*, with document frequencies counted over the KB's
+   * documents — so a query naming a company or a fiscal year lifts the chunks of the
+   * documents it names, although every chunk of theirs repeats those words (a
+   * passage score combined with its document's, Callan 1994). 0 turns it off.
+   * Documents without a profile get nothing. Default 1.
+   */
+  documentWeight?: number;
 }
 
 /** The default BM25 parameters: k1 = 1.2, b = 0.75 (Lucene's and Elasticsearch's defaults). */
@@ -43,7 +54,35 @@ export const DEFAULT_BM25_PARAMS: Readonly<Required<Bm25Params>> = Object.freeze
   b: 0.75,
   analyzer: "english",
   titleWeight: 0.3,
+  documentWeight: 1,
 });
+
+/** Document metadata fields that make up its profile (see {@link Bm25Params.documentWeight}). */
+export const PROFILE_FIELDS = ["organization", "documentKind", "period"] as const;
+
+/**
+ * The profile text of a document's metadata: its {@link PROFILE_FIELDS} joined, with
+ * hyphenated form codes also written without the hyphen (`Form 8-K` → `8K`), as
+ * questions often write them; `""` when it has none.
+ */
+export function profileText(metadata: Readonly<Record<string, unknown>>): string {
+  const parts = PROFILE_FIELDS.map((f) => metadata[f]).filter(
+    (v): v is string => typeof v === "string" && v.trim() !== "",
+  );
+  const codes = parts.flatMap((p) => [...p.matchAll(/\b(\d+)-([A-Z])\b/g)].map((m) => `${m[1]}${m[2]}`));
+  return [...parts, ...codes].join(" ");
+}
+
+/** Most documents whose profiles lift their chunks in one search (the best-matching ones). */
+const PROFILE_DOCUMENTS = 20;
+
+/** Profiles of a KB's documents, tokenised, for one state of its statistics. */
+interface ProfileIndex {
+  state: string;
+  docs: { id: number; tf: Map<string, number>; length: number }[];
+  df: Map<string, number>;
+  avg: number;
+}
 
 /**
  * Prefix of title-field terms in the postings table. The tokenizer never emits
@@ -115,6 +154,8 @@ interface QueryList {
   df: number;
   /** Upper bound of the list's contribution to any chunk's score. */
   bound: number;
+  /** A list of fixed contributions (the document profile): chunk id → weighted score. */
+  fixed?: Map<number, number>;
 }
 
 /**
@@ -168,6 +209,11 @@ export class Bm25Index {
   private readonly dropEmptyTerm;
   private readonly documentChunks;
   private readonly kbConfig;
+  private readonly profileRows;
+  private readonly documentCount;
+  private readonly chunksOfDocument;
+  /** Tokenised document profiles per KB (see {@link Bm25Params.documentWeight}). */
+  private readonly profileCache = new Map<string, ProfileIndex>();
   /** Chunks indexed by this instance since it last counted the pending rows. */
   private sinceCheck = 0;
 
@@ -217,6 +263,75 @@ export class Bm25Index {
       )
       .raw();
     this.kbConfig = db.prepare("SELECT config FROM kbs WHERE name = ?").pluck();
+    const field = (f: string): string => `json_extract(metadata, '$.${f}')`;
+    this.profileRows = db
+      .prepare(
+        `SELECT id, metadata FROM documents WHERE kb = ? AND (${PROFILE_FIELDS.map((f) => `${field(f)} IS NOT NULL`).join(" OR ")})`,
+      )
+      .raw();
+    this.documentCount = db.prepare("SELECT documents FROM kb_stats WHERE kb = ?").pluck();
+    this.chunksOfDocument = db.prepare("SELECT id FROM chunks WHERE document_id = ?").pluck();
+  }
+
+  /** The tokenised document profiles of a KB, read once per state of its statistics. */
+  private profiles(kb: string, state: string, analyzer: Analyzer): ProfileIndex {
+    const key = `${kb}\u0000${analyzer}`;
+    const cached = this.profileCache.get(key);
+    if (cached?.state === state) return cached;
+    const options = analyzerOptions(analyzer);
+    const docs: ProfileIndex["docs"] = [];
+    const df = new Map<string, number>();
+    let total = 0;
+    for (const [id, metadata] of this.profileRows.all(kb) as [number, string][]) {
+      let parsed: Record<string, unknown>;
+      try {
+        parsed = JSON.parse(metadata) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      const tokens = tokenize(profileText(parsed), options);
+      if (tokens.length === 0) continue;
+      const tf = termFrequencies(tokens);
+      for (const t of tf.keys()) df.set(t, (df.get(t) ?? 0) + 1);
+      docs.push({ id, tf, length: tokens.length });
+      total += tokens.length;
+    }
+    const index = { state, docs, df, avg: docs.length > 0 ? total / docs.length : 0 };
+    if (this.profileCache.size > 64) this.profileCache.clear();
+    this.profileCache.set(key, index);
+    return index;
+  }
+
+  /**
+   * The document-profile contributions of a query (see {@link Bm25Params.documentWeight}):
+   * chunk id → `weight × BM25(profile of its document)`, for the chunks of the
+   * {@link PROFILE_DOCUMENTS} best-matching documents; empty when no profile matches.
+   */
+  private profileScores(
+    kb: string,
+    state: string,
+    queryTerms: ReadonlyMap<string, number>,
+    params: Bm25Params,
+    weight: number,
+  ): Map<number, number> {
+    const out = new Map<number, number>();
+    const index = this.profiles(kb, state, params.analyzer ?? "english");
+    if (index.docs.length === 0) return out;
+    const N = Math.max(index.docs.length, Number(this.documentCount.get(kb) ?? 0));
+    const scored: { id: number; score: number }[] = [];
+    for (const d of index.docs) {
+      let score = 0;
+      for (const [term, qtf] of queryTerms) {
+        const tf = d.tf.get(term);
+        if (!tf) continue;
+        score += qtf * bm25TermScore(tf, d.length, index.avg, bm25Idf(N, index.df.get(term) ?? 1), params);
+      }
+      if (score > 0) scored.push({ id: d.id, score });
+    }
+    scored.sort((a, b) => b.score - a.score || a.id - b.id);
+    for (const { id, score } of scored.slice(0, PROFILE_DOCUMENTS))
+      for (const chunk of this.chunksOfDocument.all(id) as number[]) out.set(chunk, weight * score);
+    return out;
   }
 
   /**
@@ -483,6 +598,15 @@ export class Bm25Index {
       addList(term, qtf, stats.body_tokens / N);
       if (titleWeight > 0) addList(TITLE_FIELD_PREFIX + term, titleWeight * qtf, stats.title_tokens / N);
     }
+    const documentWeight = params.documentWeight ?? DEFAULT_BM25_PARAMS.documentWeight;
+    if (documentWeight > 0) {
+      const fixed = this.profileScores(kb, state, queryTerms, params, documentWeight);
+      if (fixed.size > 0) {
+        let max = 0;
+        for (const v of fixed.values()) max = Math.max(max, v);
+        lists.push({ term: "", weight: 1, avg: 0, idf: 0, df: fixed.size, bound: max * (1 + 1e-12), fixed });
+      }
+    }
     if (lists.length === 0) return [];
     lists.sort((x, y) => y.bound - x.bound || x.df - y.df);
     // rest[i]: the most lists i… can add to any chunk's score.
@@ -504,6 +628,15 @@ export class Bm25Index {
       theta = top.floor();
       if (bound < theta) break;
       const list = lists[i] as QueryList;
+      if (list.fixed) {
+        for (const [id, add] of list.fixed) {
+          if (allowed && !allowed.has(id)) continue;
+          const s = (scores.get(id) ?? 0) + add;
+          scores.set(id, s);
+          top.offer(id, s);
+        }
+        continue;
+      }
       const { ids, tfs, lens } = this.readList(kb, list.term, pending.get(list.term));
       for (let j = 0; j < ids.length; j++) {
         const id = ids[j] as number;
@@ -520,6 +653,13 @@ export class Bm25Index {
       if (!first) theta = kthLargest(scores, topK);
       for (const [id, s] of scores) if (s + (rest[i] as number) < theta) scores.delete(id);
       const list = lists[i] as QueryList;
+      if (list.fixed) {
+        for (const [id, sc] of scores) {
+          const add = list.fixed.get(id);
+          if (add !== undefined) scores.set(id, sc + add);
+        }
+        continue;
+      }
       const termPending = pending.get(list.term);
       const blocks = Math.ceil(list.df / BLOCK_POSTINGS);
       const { ids, tfs, lens } =

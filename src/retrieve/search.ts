@@ -244,7 +244,13 @@ async function candidatesFor(
       kb.name,
       text,
       want,
-      { k1: r.bm25K1, b: r.bm25B, analyzer: r.analyzer, titleWeight: r.bm25TitleWeight },
+      {
+        k1: r.bm25K1,
+        b: r.bm25B,
+        analyzer: r.analyzer,
+        titleWeight: r.bm25TitleWeight,
+        documentWeight: r.bm25DocumentWeight,
+      },
       restriction?.set,
     );
     if (hits.length === want) exhausted = false;
