@@ -595,7 +595,10 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   if (!(r.bm25TitleWeight >= 0 && Number.isFinite(r.bm25TitleWeight))) {
     fail("retrieval.bm25TitleWeight", `must be a finite number >= 0 (got ${r.bm25TitleWeight})`);
   }
-  if (r.bm25DocumentWeight !== undefined && !(r.bm25DocumentWeight >= 0 && Number.isFinite(r.bm25DocumentWeight))) {
+  if (
+    r.bm25DocumentWeight !== undefined &&
+    !(r.bm25DocumentWeight >= 0 && Number.isFinite(r.bm25DocumentWeight))
+  ) {
     fail("retrieval.bm25DocumentWeight", `must be a finite number >= 0 (got ${r.bm25DocumentWeight})`);
   }
   if (!ANALYZERS.includes(r.analyzer)) {

@@ -732,7 +732,9 @@ describe("CODE: fallback", () => {
     const d = codeDoc(text, "kotlin");
     const chunks = await run(d, cfg(1500));
     checkInvariants(d, chunks, cfg(1500));
-    expect(chunkBody(chunks.find((c) => c.metadata.symbol === "greet") as Chunk).startsWith("/** Greets. */")).toBe(true);
+    expect(
+      chunkBody(chunks.find((c) => c.metadata.symbol === "greet") as Chunk).startsWith("/** Greets. */"),
+    ).toBe(true);
     expect(chunks.find((c) => c.metadata.symbol === "Box")?.chunkType).toBe("code_class");
   });
 

@@ -519,7 +519,9 @@ describe("EMAIL", () => {
     for (const c of chunks.slice(1)) {
       expect(c.chunkType).toBe("email_body");
       // Later chunks carry subject, sender and day.
-      expect(c.contextPrefix).toBe("Subject: Maintenance window · From: Ops Desk <ops@example.com> · Date: 2024-07-02");
+      expect(c.contextPrefix).toBe(
+        "Subject: Maintenance window · From: Ops Desk <ops@example.com> · Date: 2024-07-02",
+      );
       expect(c.text.length).toBeLessThanOrEqual(250);
     }
     const last = chunks[chunks.length - 1] as Chunk;

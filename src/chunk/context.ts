@@ -86,6 +86,18 @@ function words(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
+/**
+ * The lines of a chunk's own prefix (a table header, a heading path) that say
+ * something the document context `line` does not: lines whose words all occur in
+ * it are left out. `undefined` when none is left.
+ */
+export function withoutRepeats(line: string, own: string | undefined): string | undefined {
+  if (!own) return undefined;
+  const seen = new Set(words(line));
+  const kept = own.split("\n").filter((l) => !redundant(l, seen));
+  return kept.length > 0 ? kept.join("\n") : undefined;
+}
+
 /** True when every word of `part` already occurs in `seen`. */
 function redundant(part: string, seen: Set<string>): boolean {
   const w = words(part);
@@ -104,15 +116,22 @@ function joinParts(parts: (string | undefined)[]): string | undefined {
   return kept.length > 0 ? kept.join(SEP) : undefined;
 }
 
-/** The page segment holding offset `pos` (else the last one before it). */
-function pageAt(segments: readonly Segment[], pos: number): Segment | undefined {
-  let found: Segment | undefined;
+/** The page segment holding most of `[start, end)` (the first one on a tie), else the last one before it. */
+function pageOf(segments: readonly Segment[], start: number, end: number): Segment | undefined {
+  let best: Segment | undefined;
+  let most = 0;
+  let before: Segment | undefined;
   for (const s of segments) {
     if (typeof s.metadata.page !== "number") continue;
-    if (s.start > pos) break;
-    found = s;
+    if (s.start >= Math.max(end, start + 1)) break;
+    const overlap = Math.min(end, s.end) - Math.max(start, s.start);
+    if (overlap > most) {
+      most = overlap;
+      best = s;
+    }
+    if (s.start <= start) before = s;
   }
-  return found;
+  return best ?? before;
 }
 
 /** PDF: cover facts and title, then the section where the chunk starts. */
@@ -122,10 +141,10 @@ function pdfContext(doc: ExtractedDocument): DocumentContext {
   // The title only when the cover page said little: it mostly repeats the facts, less tidily.
   const head = joinParts([...facts, facts.length < 2 ? realTitle(doc) : undefined]);
   const segments = doc.segments ?? [];
-  const sectionOf = (pos: number): string | undefined => {
-    const page = pageAt(segments, pos);
+  const sectionOf = (start: number, end: number): string | undefined => {
+    const page = pageOf(segments, start, end);
     if (!page) return undefined;
-    const at = page.end > page.start ? (pos - page.start) / (page.end - page.start) : 0;
+    const at = page.end > page.start ? Math.max(0, (start - page.start) / (page.end - page.start)) : 0;
     const sections = Array.isArray(page.metadata.sections)
       ? (page.metadata.sections as { at: number; path: string[] }[])
       : [];
@@ -147,18 +166,17 @@ function pdfContext(doc: ExtractedDocument): DocumentContext {
   };
   for (const s of segments) {
     if (typeof s.metadata.page !== "number") continue;
-    longest = Math.max(longest, line(sectionOf(s.start)).length);
-    for (const sec of Array.isArray(s.metadata.sections) ? s.metadata.sections : [])
-      longest = Math.max(
-        longest,
-        line(sectionOf(s.start + Math.ceil((s.end - s.start) * (sec as { at: number }).at))).length,
-      );
+    longest = Math.max(longest, line(sectionOf(s.start, s.end)).length);
+    for (const sec of Array.isArray(s.metadata.sections) ? s.metadata.sections : []) {
+      const from = s.start + Math.ceil((s.end - s.start) * (sec as { at: number }).at);
+      longest = Math.max(longest, line(sectionOf(from, s.end)).length);
+    }
   }
   if (segments.length === 0) longest = line(undefined).length;
   return {
     longest,
     reserve: true,
-    at: (chunk) => line(sectionOf(chunk.start)) || undefined,
+    at: (chunk) => line(sectionOf(chunk.start, chunk.end)) || undefined,
   };
 }
 
@@ -224,7 +242,10 @@ function codeContext(doc: ExtractedDocument): DocumentContext {
     at: (chunk) => {
       // The enclosing symbol, when the chunk does not open with its definition (a piece of a split one).
       let symbol = str(chunk.metadata.symbol);
-      const name = symbol?.split(/[.:#\s,]+/).filter(Boolean).pop();
+      const name = symbol
+        ?.split(/[.:#\s,]+/)
+        .filter(Boolean)
+        .pop();
       if (name && doc.text.slice(chunk.start, Math.min(chunk.end, chunk.start + 300)).includes(name))
         symbol = undefined;
       const line = [file, symbol].filter(Boolean).join(" › ");
@@ -232,7 +253,6 @@ function codeContext(doc: ExtractedDocument): DocumentContext {
     },
   };
 }
-
 
 /** The document context of `doc` by source type (see the module comment). */
 export function documentContext(doc: ExtractedDocument): DocumentContext {

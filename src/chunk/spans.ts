@@ -20,7 +20,7 @@ import {
   type ExtractedDocument,
   withContext,
 } from "../types.js";
-import { contextReserve, type DocumentContext, documentContext } from "./context.js";
+import { contextReserve, type DocumentContext, documentContext, withoutRepeats } from "./context.js";
 import type { Chunker } from "./contract.js";
 import { CHAR_MEASURE, createMeasure, type SizeMeasure, spanSize } from "./measure.js";
 import { enforceSize, lineTable } from "./split.js";
@@ -413,7 +413,8 @@ export function applyDocumentContext(
     const line = context.at(c);
     if (!line) continue;
     const body = doc.text.slice(c.start, c.end);
-    const own = c.contextPrefix;
+    // Lines of the chunk's own prefix that the context already says are not repeated.
+    const own = withoutRepeats(line, c.contextPrefix);
     const fitted = fitPrefix(limits, line, own ? `${own}\n\n${body}` : body);
     // A context cut to a stub ("src…") says nothing: leave it out.
     if (!fitted || (fitted !== line && fitted.length < Math.min(24, line.length))) continue;

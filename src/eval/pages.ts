@@ -146,7 +146,9 @@ export function loadPageDataset(dir: string, split = "test"): PageDataset {
         throw new KnowledgeLayerError(`${join(root, "queries.jsonl")}:${i + 1}: invalid JSON`);
       }
       if (typeof o._id !== "string" || typeof o.text !== "string" || o.text.trim() === "")
-        throw new KnowledgeLayerError(`${join(root, "queries.jsonl")}:${i + 1}: expected string _id and text`);
+        throw new KnowledgeLayerError(
+          `${join(root, "queries.jsonl")}:${i + 1}: expected string _id and text`,
+        );
       const type = typeof o.metadata?.question_type === "string" ? o.metadata.question_type : "unknown";
       raw.set(o._id, { text: o.text, type });
     });
@@ -230,7 +232,15 @@ export function groupScores(perQuery: readonly PageQueryResult[]): PageGroupScor
     document: hitScores(rows.map((r) => r.documentRank)),
   });
   const types = [...new Set(perQuery.map((q) => q.type))].sort();
-  return [group("all", perQuery), ...types.map((t) => group(t, perQuery.filter((q) => q.type === t)))];
+  return [
+    group("all", perQuery),
+    ...types.map((t) =>
+      group(
+        t,
+        perQuery.filter((q) => q.type === t),
+      ),
+    ),
+  ];
 }
 
 /** `file#page=N` or `file#pages=a-b` of a result, for reports. */

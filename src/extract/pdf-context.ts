@@ -9,6 +9,8 @@
  * left out, never guessed.
  */
 
+import { trailingNumbers } from "../text-tables.js";
+
 /** Facts a cover page states: who issued the document, what kind it is, which period it covers. */
 export interface CoverFacts {
   /** Issuing organisation, e.g. `Netflix, Inc.`, `3M COMPANY`. */
@@ -76,7 +78,11 @@ function organizationOf(lines: string[], text: string): string | undefined {
     );
   if (listed?.[1]) {
     // "PURCHASE, N.Y. - April 25, 2023 - PepsiCo, Inc.": the name is the last dash-separated part.
-    const name = listed[1].split(/\s[-–—]\s/).pop()?.replace(/^(?:the|today,?)\s+/i, "").trim();
+    const name = listed[1]
+      .split(/\s[-–—]\s/)
+      .pop()
+      ?.replace(/^(?:the|today,?)\s+/i, "")
+      .trim();
     if (name && nameLike(name)) return name;
   }
   // A line that is a legal name: "3M COMPANY", "Corning Incorporated".
@@ -89,7 +95,8 @@ function organizationOf(lines: string[], text: string): string | undefined {
 /** The kind of document a cover page announces (see {@link coverFacts}). */
 function kindOf(lines: string[], text: string): string | undefined {
   for (const l of lines.slice(0, 40)) {
-    const form = /^form\s+(10-K|10-Q|8-K|20-F|40-F|6-K|10-K\/A|10-Q\/A|8-K\/A|S-1|S-4|F-1|DEF 14A|11-K)$/i.exec(l);
+    const form =
+      /^form\s+(10-K|10-Q|8-K|20-F|40-F|6-K|10-K\/A|10-Q\/A|8-K\/A|S-1|S-4|F-1|DEF 14A|11-K)$/i.exec(l);
     if (form?.[1]) {
       const code = form[1].toUpperCase();
       const what = code.startsWith("10-K")
@@ -103,7 +110,8 @@ function kindOf(lines: string[], text: string): string | undefined {
     }
   }
   const head = text.slice(0, 3000);
-  if (/\b(?:reports?|announces?|reported|announced)\b[^.\n]{0,80}\bresults\b/i.test(head)) return "earnings release";
+  if (/\b(?:reports?|announces?|reported|announced)\b[^.\n]{0,80}\bresults\b/i.test(head))
+    return "earnings release";
   if (/\bfor immediate release\b|\bpress release\b/i.test(head)) return "press release";
   if (/^\s*annual report\b/im.test(head)) return "annual report";
   return undefined;
@@ -130,11 +138,14 @@ function periodOf(text: string): string | undefined {
     /\b(?:reported|announced|reports|announces)\s+(?:its\s+)?(?:financial\s+)?results\s+for\s+(?:the\s+)?([^.;“"(]{4,90}?)(?:[.;“"(]|,(?!\s*\d{4})| compared| and provided| and raised|$)/i.exec(
       head,
     );
-  const title = /\b((?:first|second|third|fourth)[- ]quarter(?: and (?:full[- ]year|fiscal(?: year)?))?(?: fiscal)? \d{4}|fiscal(?: year)? \d{4}|full[- ]year \d{4})\b/i.exec(
-    head,
-  );
+  const title =
+    /\b((?:first|second|third|fourth)[- ]quarter(?: and (?:full[- ]year|fiscal(?: year)?))?(?: fiscal)? \d{4}|fiscal(?: year)? \d{4}|full[- ]year \d{4})\b/i.exec(
+      head,
+    );
   // A results phrase without a year ("the thirteen-week period") says less than the title's.
-  const phrase = (results?.[1] && /\d{4}/.test(results[1]) ? results[1] : (title?.[1] ?? results?.[1]))?.trim();
+  const phrase = (
+    results?.[1] && /\d{4}/.test(results[1]) ? results[1] : (title?.[1] ?? results?.[1])
+  )?.trim();
   if (phrase) {
     const fyYear =
       /\b(?:fiscal(?: year)?|full[- ]year)\s+(\d{4})\b/i.exec(phrase)?.[1] ??
@@ -194,19 +205,6 @@ export function runningLines(pages: readonly string[]): Set<string> {
   }
   for (const [line, n] of count) if (n >= Math.max(4, Math.ceil(pages.length / 2))) out.add(line);
   return out;
-}
-
-/** Numbers at the end of a line (`2018 2017 2016`, `$ 5,363 (1,577) —`): how many in a row. */
-export function trailingNumbers(line: string): number {
-  const tokens = line.trim().split(/\s+/);
-  let n = 0;
-  for (let i = tokens.length - 1; i >= 0; i--) {
-    const t = tokens[i] as string;
-    if (/^[$€£¥]$/.test(t)) continue;
-    if (/^\(?[$€£¥]?-?\d[\d,.]*%?\)?%?$/.test(t) || /^[—–-]+$/.test(t)) n++;
-    else break;
-  }
-  return n;
 }
 
 /** Words a heading line does not end with (it would continue on the next line). */
@@ -293,8 +291,13 @@ export function outlineSections(entries: readonly OutlineEntry[], pageCount: num
   for (let page = 1; page <= pageCount; page++) {
     const sections: PageSection[] = [];
     // Bookmarks pointing at the very top of the page are in force from its start.
-    while (k < sorted.length && (sorted[k] as OutlineEntry).page < page) current = (sorted[k++] as OutlineEntry).path;
-    while (k < sorted.length && (sorted[k] as OutlineEntry).page === page && (sorted[k] as OutlineEntry).at <= 0.05)
+    while (k < sorted.length && (sorted[k] as OutlineEntry).page < page)
+      current = (sorted[k++] as OutlineEntry).path;
+    while (
+      k < sorted.length &&
+      (sorted[k] as OutlineEntry).page === page &&
+      (sorted[k] as OutlineEntry).at <= 0.05
+    )
       current = (sorted[k++] as OutlineEntry).path;
     if (current) sections.push({ at: 0, path: current });
     for (let j = k; j < sorted.length && (sorted[j] as OutlineEntry).page === page; j++) {

@@ -462,11 +462,14 @@ async function readOutline(pdf: PdfDocument): Promise<OutlineEntry[]> {
           const target = Array.isArray(dest) ? dest[0] : undefined;
           if (title && target !== undefined && target !== null) {
             const index =
-              typeof target === "number" ? target : await pdf.getPageIndex(target as Parameters<PdfDocument["getPageIndex"]>[0]);
+              typeof target === "number"
+                ? target
+                : await pdf.getPageIndex(target as Parameters<PdfDocument["getPageIndex"]>[0]);
             const page = index + 1;
             // XYZ destinations give the top of the target in PDF units (origin bottom-left).
             const kind = (dest?.[1] as { name?: string } | undefined)?.name;
-            const top = kind === "XYZ" || kind === "FitH" || kind === "FitBH" ? dest?.[kind === "XYZ" ? 3 : 2] : null;
+            const top =
+              kind === "XYZ" || kind === "FitH" || kind === "FitBH" ? dest?.[kind === "XYZ" ? 3 : 2] : null;
             let at = 0;
             if (typeof top === "number") {
               let height = pageHeight.get(page);

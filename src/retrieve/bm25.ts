@@ -1,4 +1,5 @@
 import type { Db } from "../store/database.js";
+import { isTableRow } from "../text-tables.js";
 import {
   appendPostings,
   BLOCK_POSTINGS,
@@ -716,7 +717,7 @@ export function fieldLength(
   if (!TABLE_ROW.test(text)) return tokens.length;
   let numbers = 0;
   for (const line of text.split("\n")) {
-    if (!TABLE_ROW_LINE.test(line)) continue;
+    if (!isTableRow(line)) continue;
     for (const t of tokenizeLine(line)) if (NUMBER_TOKEN.test(t)) numbers++;
   }
   return Math.max(0, tokens.length - numbers);
@@ -726,9 +727,7 @@ export function fieldLength(
 const NUMBER_TOKEN = /^[\d.,]+$/;
 /** A figure in a table cell: `1,577`, `(370)`, `$ 5,363`, `12.3%`, `—`. */
 const FIGURE = String.raw`(?:\(?[$€£¥]?\s?-?\d[\d,.]*%?\)?%?|[—–-])`;
-/** A line ending in two or more figures. */
-const TABLE_ROW_LINE = new RegExp(String.raw`(?:^|\s)${FIGURE}\s+(?:[$€£¥]\s+)?${FIGURE}\s*$`);
-/** Some line of the text ends in two or more figures (a quick test before splitting lines). */
+/** Some line of the text may end in two or more figures (a quick test before splitting lines). */
 const TABLE_ROW = new RegExp(String.raw`(?:^|\s)${FIGURE}\s+(?:[$€£¥]\s+)?${FIGURE}[ \t]*(?:\n|$)`);
 
 /** Pending chunks a {@link Bm25Index} collects before merging them into the posting blocks. */
