@@ -73,7 +73,7 @@ function organizationOf(lines: string[], text: string): string | undefined {
   }
   // Press releases: "Johnson & Johnson (NYSE: JNJ)", "PepsiCo, Inc. (NASDAQ: PEP)".
   const listed =
-    /(?:^|[–—-]\s|\)\s|\n)\s*([A-Z][\p{L}\d&.,'’ -]{1,60}?)\s*\((?:NYSE|NASDAQ|Nasdaq|NYSE American|ASX|LSE|TSX|Euronext)\s*:/u.exec(
+    /(?:^|[–—-]\s|\)\s|\n)\s*([A-Z][\p{L}\d&.,'’ -]{1,60}?)\s*\((NYSE|NASDAQ|Nasdaq|NYSE American|ASX|LSE|TSX|Euronext)\s*:\s*([A-Z][A-Z.]{0,6})\b/u.exec(
       text,
     );
   if (listed?.[1]) {
@@ -83,7 +83,8 @@ function organizationOf(lines: string[], text: string): string | undefined {
       .pop()
       ?.replace(/^(?:the|today,?)\s+/i, "")
       .trim();
-    if (name && nameLike(name)) return name;
+    // The ticker is part of the name questions use ("JNJ").
+    if (name && nameLike(name)) return listed[3] ? `${name} (${listed[2]}: ${listed[3]})` : name;
   }
   // A line that is a legal name: "3M COMPANY", "Corning Incorporated".
   for (const l of lines.slice(0, 40)) {

@@ -62,14 +62,16 @@ export const DEFAULT_BM25_PARAMS: Readonly<Required<Bm25Params>> = Object.freeze
 export const PROFILE_FIELDS = ["organization", "documentKind", "period"] as const;
 
 /**
- * The profile text of a document's metadata: its {@link PROFILE_FIELDS} joined, with
+ * The profile text of a document's metadata: its {@link PROFILE_FIELDS} joined (a
+ * form's description left out: `Form 10-K annual report` → `Form 10-K`), with
  * hyphenated form codes also written without the hyphen (`Form 8-K` → `8K`), as
  * questions often write them; `""` when it has none.
  */
 export function profileText(metadata: Readonly<Record<string, unknown>>): string {
-  const parts = PROFILE_FIELDS.map((f) => metadata[f]).filter(
-    (v): v is string => typeof v === "string" && v.trim() !== "",
-  );
+  const parts = PROFILE_FIELDS.map((f) => metadata[f])
+    .filter((v): v is string => typeof v === "string" && v.trim() !== "")
+    // A form's description ("annual report") would match ordinary words of questions ("annual expense").
+    .map((v) => v.replace(/^(Form \S+) (?:annual|quarterly|current) report$/, "$1"));
   const codes = parts.flatMap((p) => [...p.matchAll(/\b(\d+)-([A-Z])\b/g)].map((m) => `${m[1]}${m[2]}`));
   return [...parts, ...codes].join(" ");
 }
