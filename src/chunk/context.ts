@@ -98,10 +98,13 @@ export function withoutRepeats(line: string, own: string | undefined): string | 
   return kept.length > 0 ? kept.join("\n") : undefined;
 }
 
-/** True when every word of `part` already occurs in `seen`. */
+/** Words that say nothing new next to a name already given ("Acme, Inc. and Subsidiaries"). */
+const FILLER = new Set(["and", "of", "the", "subsidiaries", "subsidiary", "companies", "company"]);
+
+/** True when every word of `part` already occurs in `seen` (or is a {@link FILLER} word). */
 function redundant(part: string, seen: Set<string>): boolean {
   const w = words(part);
-  return w.length > 0 && w.every((x) => seen.has(x));
+  return w.length > 0 && w.some((x) => !FILLER.has(x)) && w.every((x) => seen.has(x) || FILLER.has(x));
 }
 
 /** Joins parts with ` · `, dropping empty ones and those whose words the earlier parts already hold. */
@@ -139,27 +142,30 @@ function pdfContext(doc: ExtractedDocument): DocumentContext {
   const m = doc.metadata;
   const facts = [str(m.organization), str(m.documentKind), str(m.period)].filter(Boolean);
   // The title only when the cover page said little: it mostly repeats the facts, less tidily.
-  const head = joinParts([...facts, facts.length < 2 ? realTitle(doc) : undefined]);
+  const head = [...facts, facts.length < 2 ? realTitle(doc) : undefined];
   const segments = doc.segments ?? [];
-  const sectionOf = (start: number, end: number): string | undefined => {
+  /** The section parts of a chunk: the deepest bookmark in force, then its page's heading lines. */
+  const sectionOf = (start: number, end: number): string[] => {
     const page = pageOf(segments, start, end);
-    if (!page) return undefined;
+    if (!page) return [];
     const at = page.end > page.start ? Math.max(0, (start - page.start) / (page.end - page.start)) : 0;
     const sections = Array.isArray(page.metadata.sections)
       ? (page.metadata.sections as { at: number; path: string[] }[])
       : [];
     let path: string[] | undefined;
     for (const s of sections) if (s.at <= at + 0.02) path = s.path;
-    const outline = path && path.length > 0 ? path.slice(-2).join(" › ") : undefined;
-    return joinParts([outline, str(page.metadata.heading)]);
+    const outline = path && path.length > 0 ? path[path.length - 1] : undefined;
+    const heading = str(page.metadata.heading)?.split(" · ") ?? [];
+    return [outline, ...heading].filter((p): p is string => p !== undefined);
   };
   let longest = 0;
   const lines = new Map<string, string>();
-  const line = (section: string | undefined): string => {
-    const key = section ?? "";
+  // Each part is dropped when the parts before it already hold its words (a heading naming the issuer).
+  const line = (section: string[]): string => {
+    const key = section.join("\u0000");
     let l = lines.get(key);
     if (l === undefined) {
-      l = shorten(joinParts([head, section]) ?? "", MAX_CONTEXT_CHARS);
+      l = shorten(joinParts([...head, ...section]) ?? "", MAX_CONTEXT_CHARS);
       lines.set(key, l);
     }
     return l;
@@ -172,7 +178,7 @@ function pdfContext(doc: ExtractedDocument): DocumentContext {
       longest = Math.max(longest, line(sectionOf(from, s.end)).length);
     }
   }
-  if (segments.length === 0) longest = line(undefined).length;
+  if (segments.length === 0) longest = line([]).length;
   return {
     longest,
     reserve: true,

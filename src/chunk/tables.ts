@@ -73,17 +73,12 @@ export function tableRegions(text: string, start = 0, end: number = text.length)
       i++;
       continue;
     }
-    // Header: short label lines right above the first row (one blank line between allowed).
+    // Header: short label lines right above the first row (no blank line between, no sentence).
     let top = i;
-    let blanks = 0;
     for (let h = i - 1, taken = 0; h >= 0 && taken < MAX_HEADER_LINES; h--) {
       const t = (lines[h] as Line & { text: string }).text;
-      if (t === "") {
-        if (++blanks > 1) break;
-        continue;
-      }
-      if (!labelLike(t) || (out.length > 0 && (lines[h] as Line).start < (out[out.length - 1] as Span).end))
-        break;
+      if (t === "" || !labelLike(t) || /[.!?]$/.test(t)) break;
+      if (out.length > 0 && (lines[h] as Line).start < (out[out.length - 1] as Span).end) break;
       top = h;
       taken++;
     }
@@ -108,11 +103,50 @@ export function tableRegions(text: string, start = 0, end: number = text.length)
   return out;
 }
 
-/** Table regions of a document: per page when it has page segments (a table never spans pages), else of the whole text. */
+/** Lines of a page before a table's first row, or after its last, that still count as "at the page edge". */
+const EDGE_LINES = 4;
+
+/** Non-blank lines of `text.slice(start, end)`. */
+function countLines(text: string, start: number, end: number): number {
+  return text
+    .slice(start, end)
+    .split("\n")
+    .filter((l) => l.trim() !== "").length;
+}
+
+/**
+ * Table regions of a document: per page when it has page segments, else of the
+ * whole text. A table that goes on over a page break is two regions; the one at
+ * the top of the next page takes the header of the one that ended the page before
+ * when it has no column headings of its own (its header is then only a prefix: its
+ * body starts with its rows).
+ */
 export function documentTables(doc: ExtractedDocument): TableRegion[] {
   const pages = (doc.segments ?? []).filter((s) => typeof s.metadata.page === "number");
   if (pages.length === 0) return tableRegions(doc.text);
-  return pages.flatMap((p) => tableRegions(doc.text, p.start, p.end));
+  const out: TableRegion[] = [];
+  let previous: { region: TableRegion; atEnd: boolean } | undefined;
+  for (const p of pages) {
+    const regions = tableRegions(doc.text, p.start, p.end);
+    regions.forEach((r, i) => {
+      const ownYears = r.header.split("\n").some(isYearRow);
+      if (
+        i === 0 &&
+        previous?.atEnd &&
+        previous.region.header &&
+        !ownYears &&
+        countLines(doc.text, p.start, r.start) + countLines(doc.text, r.start, r.headerEnd) <= EDGE_LINES
+      ) {
+        out.push({ ...r, header: previous.region.header });
+      } else out.push(r);
+    });
+    const last = out[out.length - 1];
+    previous =
+      last && last.start >= p.start
+        ? { region: last, atEnd: countLines(doc.text, last.end, p.end) <= EDGE_LINES }
+        : undefined;
+  }
+  return out;
 }
 
 /**

@@ -224,6 +224,9 @@ function headingLike(line: string): boolean {
   );
 }
 
+/** Navigation lines that head pages without naming anything: `Table of Contents`, `Page 3 of 15`. */
+const NAVIGATION = /^(?:page \d+(?: of \d+)?|(?:back to )?(?:table of )?contents|index)$/i;
+
 /** Most characters of a page heading block. */
 const MAX_HEADING = 160;
 
@@ -232,7 +235,8 @@ const INHERIT_PAGES = 2;
 
 /**
  * The heading block at the top of each page: after running headers and footers
- * ({@link runningLines}) and lines without letters, up to four consecutive short
+ * ({@link runningLines}), navigation lines (`Table of Contents`, `Page 3 of 15`)
+ * and lines without letters, up to four consecutive short
  * lines that start with a capital, a digit or `(`, do not end a sentence or run
  * on (`… of`), and are not table rows (two or more numbers at the end) — e.g.
  * `3M Company and Subsidiaries · Consolidated Statement of Cash Flows · Years
@@ -253,7 +257,7 @@ export function pageHeadings(pages: readonly string[]): (string | undefined)[] {
       i < lines.length &&
       (running.has(normalizeLine(lines[i] as string)) ||
         !/\p{L}/u.test(lines[i] as string) ||
-        /^page \d+(?: of \d+)?$/i.test(lines[i] as string))
+        NAVIGATION.test(lines[i] as string))
     )
       i++;
     const block: string[] = [];
