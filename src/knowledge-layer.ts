@@ -767,7 +767,8 @@ export class KnowledgeLayer {
       };
       if (r.reranker) result.reranker = r.reranker;
       if (r.belowThreshold) result.belowThreshold = true;
-      if (options.explain) result.explain = r.explain;
+      if (options.explain)
+        result.explain = s.contextPrefix ? { ...r.explain, context: s.contextPrefix } : r.explain;
       return result;
     });
     const response: SearchResponse = {

@@ -245,6 +245,7 @@ export function formatSearchResults(r: SearchResponse): string {
     if (x.source.link) out.push(`   ${x.source.link}`);
     if (x.belowThreshold) out.push("   (below the score threshold: returned as a fallback)");
     if (x.explain) out.push(`   explain: ${explainLine(x.explain)}`);
+    if (x.explain?.context) out.push(`   context: ${x.explain.context.replace(/\s*\n\s*/g, " ¶ ")}`);
     const snippet = x.text.replace(/\s+/g, " ").trim();
     out.push(`   ${snippet.length > 300 ? `${snippet.slice(0, 300)}…` : snippet}`);
     out.push("");

@@ -109,6 +109,11 @@ export interface ResultExplanation {
   final: number;
   /** Rank within its KB before multi-KB fusion. */
   kbRank: number;
+  /**
+   * The chunk's context prefix — document context (issuer, form, period, section…),
+   * heading path, table header — which BM25 and the embedding read with its body.
+   */
+  context?: string;
 }
 
 /** One retrieved chunk with its scores, before rank numbering. */
