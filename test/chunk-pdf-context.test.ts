@@ -8,7 +8,7 @@ import { documentContext, MAX_CONTEXT_CHARS } from "../src/chunk/context.js";
 import { createChunker } from "../src/chunk/index.js";
 import { splitTableRegion, tableRegions } from "../src/chunk/tables.js";
 import type { ChunkingConfig } from "../src/config.js";
-import { extractBytes } from "../src/extract/index.js";
+import { extractBytes, htmlToText } from "../src/extract/index.js";
 import { coverFacts, outlineSections, pageHeadings, runningLines } from "../src/extract/pdf-context.js";
 import { isTableRow, isYearRow, trailingNumbers } from "../src/text-tables.js";
 import { type Chunk, chunkBody } from "../src/types.js";
@@ -237,6 +237,23 @@ describe("PDF chunks carry their document's context", () => {
 });
 
 describe("other formats", () => {
+  test("HTML and DOCX tables: the first row is the header, repeated by every chunk of the table", async () => {
+    const rows = Array.from({ length: 40 }, (_, i) => `<tr><td>Region ${i}</td><td>${1000 + i}</td></tr>`);
+    const html = `<html><body><h1>Sales</h1><table><tr><th>Region</th><th>Amount</th></tr>${rows.join("")}</table></body></html>`;
+    const text = htmlToText(html).text;
+    expect(text).toContain("Region | Amount\n--- | ---\nRegion 0 | 1000");
+    const d = doc(text, "html");
+    const chunks = await createChunker({ ...config(300), strategy: "document" }).chunk(d);
+    checkInvariants(d, chunks, { ...config(300), strategy: "document" });
+    const later = chunks.filter((c) => !chunkBody(c).includes("--- | ---"));
+    expect(later.length).toBeGreaterThan(1);
+    for (const c of later) expect(c.contextPrefix).toContain("Region | Amount\n--- | ---");
+    // A one-column table gets no delimiter row (it would make a setext heading).
+    expect(htmlToText("<table><tr><td>Only</td></tr><tr><td>Column</td></tr></table>").text).toBe(
+      "Only\nColumn",
+    );
+  });
+
   test("plain text: a real title prefixes chunks that do not start with it; a file-name title none", async () => {
     const para = "Sentence about soil and water in the garden. ".repeat(12).trim();
     const text = `Growing Tomatoes\n\n${[para, para, para, para].join("\n\n")}`;

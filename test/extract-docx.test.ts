@@ -120,6 +120,7 @@ const REPORT_TEXT = [
   "## Regions",
   "",
   "Region | Amount",
+  "--- | ---",
   "North | 9021",
   "South Harbour | 12",
   "",

@@ -233,7 +233,8 @@ function countWords(text: string): number {
  * images are left out) is converted to HTML by mammoth and then to text by
  * {@link htmlToText}: Heading 1–6 (and the Title style) become `#`…`######` lines,
  * paragraphs are separated by blank lines, list items become `- `/`1. ` lines and
- * table rows become lines with ` | ` between cells.
+ * table rows become lines with ` | ` between cells, the first row followed by a `--- | ---`
+ * delimiter row (a GFM table whose header DOCUMENT chunking repeats in every chunk of it).
  *
  * Metadata: `path`, `type: "docx"`, `title` (`dc:title` of `docProps/core.xml`,
  * else the first heading, else the file name), `author` (`dc:creator`, when

@@ -165,6 +165,23 @@ function isChrome(node: DomNode): boolean {
   return false;
 }
 
+/** True when `row` is the first `<tr>` of its own `<table>` (rows of nested tables are not counted). */
+function isFirstRow(row: DomNode): boolean {
+  let table = row.parentNode;
+  while (table && table.nodeName !== "TABLE") table = table.parentNode;
+  if (!table) return false;
+  const first = (node: DomNode): DomNode | undefined => {
+    for (const child of Array.from(node.childNodes)) {
+      if (child.nodeName === "TR") return child;
+      if (child.nodeName === "TABLE") continue;
+      const found = first(child);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return first(table) === row;
+}
+
 function isMainNode(node: DomNode): boolean {
   return node.nodeName === "MAIN" || node.getAttribute("role")?.toLowerCase() === "main";
 }
@@ -274,12 +291,19 @@ function createService(capture: { main?: string; title?: string }): TurndownServ
   });
   service.addRule("tableRow", {
     filter: ["tr"],
-    replacement: (content) => {
+    replacement: (content, node) => {
       const cells = content
         .split("|")
         .map((c) => c.trim())
         .filter((c) => c !== "");
-      return cells.length > 0 ? `\n${cells.join(" | ")}\n` : "";
+      if (cells.length === 0) return "";
+      // The first row of a table of two or more columns is its header: a GFM delimiter row after
+      // it makes the rows a table for DOCUMENT chunking, which repeats the header in every chunk.
+      const header =
+        cells.length > 1 && isFirstRow(node as unknown as DomNode)
+          ? `\n${cells.map(() => "---").join(" | ")}`
+          : "";
+      return `\n${cells.join(" | ")}${header}\n`;
     },
   });
   service.addRule("definitionTerm", {
@@ -377,7 +401,9 @@ function nestsDeeperThan(html: string, limit: number): boolean {
  * the page has a `<main>` element (or `role="main"`), only its content is kept.
  * Headings become `# `…`###### ` lines, paragraphs and other blocks are separated
  * by blank lines (so words of adjacent blocks are never glued), list items become
- * `- ` lines, table rows become lines with ` | ` between cells, `<br>` a newline,
+ * `- ` lines, table rows become lines with ` | ` between cells (after a table's first
+ * row of two or more cells, a `--- | ---` delimiter row, so the rows read as a GFM
+ * table with that row as its header), `<br>` a newline,
  * and entities are decoded once. Links keep only their text; emphasis markers
  * are not added. HTML nested more than 1000 levels deep (or that the converter
  * cannot handle) is reduced by stripping tags instead. Besides the text: the
