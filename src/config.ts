@@ -91,6 +91,22 @@ export interface ChunkingConfig {
   email?: Partial<EmailChunkingOptions>;
   slack?: Partial<SlackChunkingOptions>;
   embeddingSemantic?: Partial<EmbeddingSemanticOptions>;
+  /**
+   * OpenAI-compatible chat endpoint that writes one sentence situating each chunk in
+   * its document, prepended to the chunk's context prefix (see `chunk/llm-context.ts`).
+   * Absent (default): no LLM context; the offline document context still applies.
+   */
+  contextLlm?: ContextLlmConfig;
+}
+
+/** Where the chunk-context LLM is (any OpenAI-compatible chat endpoint). */
+export interface ContextLlmConfig {
+  /** Server root (`…/v1/chat/completions` is appended; a trailing `/v1` is not doubled). */
+  baseUrl: string;
+  /** Chat model, e.g. `gpt-4o-mini`. */
+  model: string;
+  /** Bearer key, if the endpoint needs one (masked in every output, not part of the pipeline fingerprint). */
+  apiKey?: string;
 }
 
 /** Embedding provider settings. */
@@ -418,7 +434,9 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
     "email",
     "slack",
     "embeddingSemantic",
+    "contextLlm",
   ],
+  "chunking.contextLlm": ["baseUrl", "model", "apiKey"],
   "chunking.email": ["wholeUnder", "quotedReplies"],
   "chunking.slack": ["wholeThreadUnder", "maxGapSeconds"],
   "chunking.embeddingSemantic": [
@@ -511,6 +529,15 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   } catch (err) {
     if (err instanceof ConfigError) fail("chunking", err.message);
     throw err;
+  }
+  if (c.contextLlm !== undefined) {
+    const llm = c.contextLlm as Partial<ContextLlmConfig>;
+    if (llm === null || typeof llm !== "object")
+      fail("chunking.contextLlm", "must be { baseUrl, model, apiKey? }");
+    const problem = urlProblem(llm.baseUrl, { schemes: HTTP_SCHEMES, credentials: false });
+    if (problem !== undefined) fail("chunking.contextLlm.baseUrl", problem);
+    if (typeof llm.model !== "string" || llm.model.trim() === "")
+      fail("chunking.contextLlm.model", "must be a non-empty model name");
   }
   if (!(EMBEDDING_PROVIDERS as readonly string[]).includes(config.embedding.provider)) {
     fail(

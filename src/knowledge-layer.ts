@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type Cache, type CacheConfig, createCache } from "./cache/index.js";
 import { queryEmbeddingKey, searchResultKey } from "./cache/keys.js";
+import { type ChunkSituator, createLlmSituator } from "./chunk/llm-context.js";
 import {
   DEFAULT_KB,
   defaultKbConfig,
@@ -805,6 +806,22 @@ export class KnowledgeLayer {
     return vector;
   }
 
+  /**
+   * The LLM chunk-context writer of a KB (`chunking.contextLlm`), or undefined when it has
+   * none. Sentences are cached in the data directory's database (per cache scope).
+   */
+  private situator(config: KnowledgeBaseConfig): ChunkSituator | undefined {
+    const llm = config.chunking.contextLlm;
+    if (!llm) return undefined;
+    const scope = this.cacheScope?.(config.name) ?? "";
+    const namespace = `llm-context\u0000${scope}\u0000${llm.model}\u0000${llm.baseUrl}`;
+    const catalog = this.catalog;
+    return createLlmSituator(llm, {
+      get: (key) => catalog.cachedText(namespace, key),
+      set: (key, text) => catalog.cacheText(namespace, key, text),
+    });
+  }
+
   /** The LLM query expander of a KB (advanced strategy), or undefined when none is configured. */
   private expander(config: KnowledgeBaseConfig): QueryExpander | undefined {
     const llm = config.retrieval.expansionLlm;
@@ -885,6 +902,7 @@ export class KnowledgeLayer {
       onProgress: options.onProgress,
       signal: options.signal,
       userMetadata,
+      situator: this.situator(kb.config),
     };
   }
 }

@@ -425,6 +425,15 @@ export function applyDocumentContext(
   return chunks;
 }
 
+/** Characters left in each chunk for an LLM-written context sentence. */
+export const LLM_CONTEXT_CHARS = 200;
+
+/** Room (in `limits.measure` units) for an LLM context sentence and its line break; 0 when the chunk is too small. */
+function llmReserve(limits: ChunkLimits): number {
+  if (Math.floor(limits.size / 3) < 24) return 0;
+  return limits.measure.count(`${"x".repeat(LLM_CONTEXT_CHARS)}\n`);
+}
+
 /**
  * Limits for a strategy that leaves `reserve` units of each chunk for the document
  * context: a smaller size (overlap and minimum clamped below it), the rest the same.
@@ -462,8 +471,13 @@ export function defineChunker(
     limits,
     chunk(doc: ExtractedDocument): Chunk[] | Promise<Chunk[]> {
       const context = documentContext(doc);
+      const split = sizeOf(limits, doc.text) > limits.size;
+      // With a context LLM (see `llm-context.ts`), its sentence needs room too.
+      const llm = config.contextLlm && split ? llmReserve(limits) : 0;
       const reserve =
-        context.longest > 0 && sizeOf(limits, doc.text) > limits.size ? contextReserve(context, limits) : 0;
+        split && (context.longest > 0 || llm > 0)
+          ? Math.min(Math.floor(limits.size / 3), contextReserve(context, limits) + llm)
+          : 0;
       const inner = reservedLimits(limits, reserve);
       const finish = (chunks: Chunk[]): Chunk[] =>
         finalizeChunks(

@@ -207,7 +207,7 @@ export function formatIngestSummary(s: IngestSummary): string {
   const lines = [
     `kb "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ${s.removed.length} removed, ` +
       `${s.errors.length} errors, ${s.skipped.length} skipped`,
-    `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached${s.embedded.reused ? `, ${s.embedded.reused} reused from sentence vectors` : ""}; ${(s.durationMs / 1000).toFixed(1)} s`,
+    `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached${s.embedded.reused ? `, ${s.embedded.reused} reused from sentence vectors` : ""}${s.situated && s.situated.written + s.situated.cached > 0 ? `; LLM context: ${s.situated.written} written, ${s.situated.cached} cached` : ""}; ${(s.durationMs / 1000).toFixed(1)} s`,
   ];
   if (s.stopped)
     lines.push(

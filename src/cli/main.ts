@@ -857,7 +857,9 @@ evalCmd
   .action(async (dir: string, o, command: Command) => {
     const modes = o.keywordOnly ? ["keyword" as RetrievalMode] : (o.mode as RetrievalMode[] | undefined);
     if (o.keywordOnly && o.mode && (o.mode as RetrievalMode[]).some((m) => m !== "keyword"))
-      command.error("kl eval pages: --keyword-only evaluates keyword search only; drop --mode", { exitCode: 2 });
+      command.error("kl eval pages: --keyword-only evaluates keyword search only; drop --mode", {
+        exitCode: 2,
+      });
     // Without --data-dir the filings go to a temporary data directory, removed afterwards.
     const given = (command.optsWithGlobals() as { dataDir?: string }).dataDir;
     const dataDir = given ?? mkdtempSync(join(tmpdir(), "kl-eval-pages-"));

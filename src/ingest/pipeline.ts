@@ -4,6 +4,7 @@ import { join, resolve, sep } from "node:path";
 import type { Chunker } from "../chunk/contract.js";
 import { FIXED_FALLBACK_CHUNKER } from "../chunk/embedding-semantic.js";
 import { createChunker } from "../chunk/index.js";
+import type { ChunkSituator } from "../chunk/llm-context.js";
 import type { KnowledgeBaseConfig } from "../config.js";
 import { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
@@ -63,6 +64,8 @@ export interface IngestSummary {
    * from the chunker (the mean of its sentence vectors) without an embedding call.
    */
   embedded: { computed: number; cached: number; reused: number };
+  /** Chunk context sentences written by the KB's context LLM, and served from the cache (0 without one). */
+  situated: { written: number; cached: number };
   durationMs: number;
   /**
    * True when the run was stopped by its `signal` before it finished: the counts
@@ -115,6 +118,8 @@ export interface IngestContext {
   signal?: AbortSignal;
   /** User metadata given at ingest, stored on every document of the run (see {@link withUserMetadata}). */
   userMetadata?: UserMetadata;
+  /** Writes LLM context for each chunk (the KB's `chunking.contextLlm`); absent when it has none. */
+  situator?: ChunkSituator;
 }
 
 /**
@@ -204,11 +209,18 @@ export function pipelineHash(config: KnowledgeBaseConfig): string {
   const parts = {
     v: PIPELINE_VERSION,
     extraction: config.extraction ?? {},
-    chunking: config.chunking,
+    chunking: chunkingIdentity(config.chunking),
     embedding: embeddingIdentity(config.embedding),
     analyzer: config.retrieval.analyzer,
   };
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 16);
+}
+
+/** The chunking settings that change chunks: all of them but the context LLM's API key. */
+export function chunkingIdentity(chunking: KnowledgeBaseConfig["chunking"]): Record<string, unknown> {
+  if (!chunking.contextLlm) return { ...chunking };
+  const { apiKey: _k, ...llm } = chunking.contextLlm;
+  return { ...chunking, contextLlm: llm };
 }
 
 /**
@@ -417,6 +429,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     errors: [],
     warnings: [],
     embedded: { computed: 0, cached: 0, reused: 0 },
+    situated: { written: 0, cached: 0 },
     durationMs: 0,
   };
   if (embed && !ctx.embedder) throw new Error("ingest: embedding requested but no embedder given");
@@ -555,6 +568,16 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
         for (const doc of docs) {
           for (const warning of doc.warnings ?? []) summary.warnings.push({ path: doc.uri, reason: warning });
           const chunks = await chunker.chunk(doc);
+          if (ctx.situator && chunks.length > 0) {
+            const outcome = await ctx.situator.situate(doc, chunks, chunker.limits);
+            summary.situated.written += outcome.situated - outcome.cached;
+            summary.situated.cached += outcome.cached;
+            if (outcome.failure !== undefined)
+              summary.warnings.push({
+                path: doc.uri,
+                reason: `LLM context written for ${outcome.situated} of ${chunks.length} chunks: ${outcome.failure}`,
+              });
+          }
           prepared.docs.push({ doc, chunks });
           pendingChunks += chunks.length;
           chunkedTotal += chunks.length;

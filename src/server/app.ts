@@ -959,6 +959,8 @@ export function checkTenantSettings(settings: Obj, allow: boolean): void {
     }
   } else if (vectorStore !== undefined)
     throw new HttpError(400, "vectorStore must be an object", "vectorStore");
+  if (isObject(settings.chunking) && settings.chunking.contextLlm !== undefined)
+    throw new HttpError(400, `chunking.contextLlm cannot be set: ${hint}`, "chunking.contextLlm");
   if (isObject(retrieval)) {
     if (retrieval.expansionLlm !== undefined)
       throw new HttpError(400, `retrieval.expansionLlm cannot be set: ${hint}`, "retrieval.expansionLlm");

@@ -90,6 +90,25 @@ export class Catalog {
   }
 
   /**
+   * A cached text (an LLM-written chunk context) under `namespace` and `key`, kept in the
+   * persistent embedding cache table (provider `text:<namespace>`, the text as UTF-8 bytes),
+   * so it survives restarts and is shared by the KBs of the data directory.
+   */
+  cachedText(namespace: string, key: string): string | undefined {
+    const row = this.prepare(
+      "SELECT vector FROM embedding_cache WHERE provider = ? AND model = ? AND text_hash = ?",
+    ).get(`text:${namespace}`, namespace, key) as { vector: Buffer } | undefined;
+    return row ? row.vector.toString("utf8") : undefined;
+  }
+
+  /** Stores a text for {@link cachedText}. */
+  cacheText(namespace: string, key: string, text: string): void {
+    this.prepare(
+      "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, vector) VALUES (?, ?, ?, ?)",
+    ).run(`text:${namespace}`, namespace, key, Buffer.from(text, "utf8"));
+  }
+
+  /**
    * The chunks of knowledge base `kb` that match a filter (see `retrieve/filter.ts`), from
    * one parameterised query over its chunks and documents (no filter value is spliced into
    * the SQL). Answers are kept for the KB's current data version (the last 64 filters).
