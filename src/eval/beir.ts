@@ -117,6 +117,11 @@ export interface BeirOptions {
   analyzer?: Analyzer;
   /** Evaluate only the first n judged queries. */
   limit?: number;
+  /**
+   * Ingest with vectors. Default: when a mode needs them. False ingests keyword-only
+   * (vector and hybrid modes then rank by BM25 alone: a quick check of the keyword side).
+   */
+  embed?: boolean;
   /** Qrels split: `qrels/<split>.tsv`. Default `test`, else the only split present (e.g. `dev`). */
   split?: string;
   onProgress?: (
@@ -152,7 +157,7 @@ export async function evaluateBeir(
       `knowledge base "${kbName}" uses analyzer ${existing.config.retrieval.analyzer}, not ${options.analyzer}`,
     );
   }
-  const needVectors = options.modes.some((m) => m !== "keyword");
+  const needVectors = options.embed ?? options.modes.some((m) => m !== "keyword");
   const docs: ExtractedDocument[] = data.corpus.map((d) => ({
     uri: beirUri(data.name, d.id),
     text: d.title ? `${d.title}\n\n${d.text}` : d.text,

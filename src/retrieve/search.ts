@@ -446,26 +446,39 @@ async function retrieveKb(
         );
       }
     }
+    const env = process.env;
     if (!expanded) {
       const feedbackIds = list.slice(0, 5).map((c) => c.chunkId);
       const texts = [...deps.catalog.loadChunks(feedbackIds).values()].map((c) => c.text);
       variants = feedbackVariants(query, texts, max, r.analyzer);
+      if (env.KL_PRF_VARIANTS === "first") variants = variants.slice(0, 1);
     }
     outcome.variants[kb.name] = [query, ...variants];
     if (variants.length > 0) {
-      const runs = [
+      let runs = [
         { list, exhausted },
         ...(await Promise.all(
           variants.map((v) => candidatesFor(deps, kb, v, "hybrid", depth, options, restriction, warn)),
         )),
       ];
+      const agreeMin = Number(env.KL_PRF_AGREE ?? 0);
+      if (!expanded && agreeMin > 0) {
+        const topN = Number(env.KL_PRF_AGREE_N ?? 10);
+        const base = new Set(list.slice(0, topN).map((c) => c.chunkId));
+        runs = runs.filter((x, i) => {
+          if (i === 0) return true;
+          const shared = x.list.slice(0, topN).filter((c) => base.has(c.chunkId)).length;
+          return shared / Math.max(1, Math.min(topN, base.size)) >= agreeMin;
+        });
+      }
       exhausted = runs.every((x) => x.exhausted);
       const first = new Map(list.map((c) => [c.chunkId, c]));
+      const origWeight = Number(env.KL_PRF_ORIG_WEIGHT ?? 1);
       const fused = reciprocalRankFusion(
-        runs.map((x) => ({ ids: x.list.map((c) => String(c.chunkId)) })),
+        runs.map((x, i) => ({ ids: x.list.map((c) => String(c.chunkId)), weight: i === 0 ? origWeight : 1 })),
         r.rrfK,
       );
-      const best = runs.length / (r.rrfK + 1);
+      const best = (runs.length - 1 + origWeight) / (r.rrfK + 1);
       list = fused.map((f) => {
         const id = Number(f.id);
         const own = first.get(id) ??
