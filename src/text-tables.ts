@@ -23,12 +23,27 @@ export function trailingNumbers(line: string): number {
   return n;
 }
 
-/** Longest line taken for a table row (a paragraph on one line is not one). */
-const MAX_ROW = 400;
+/** Longest row label (the text before the figures): longer ones are sentences or references, not labels. */
+const MAX_LABEL = 100;
 
-/** True for a table row: a line of at most 400 characters ending in two or more figures, one with a digit. */
+/**
+ * True for a table row: a line ending in two or more figures (one with a digit) after a
+ * label of at most 100 characters — not a paragraph on one line nor a bibliography entry
+ * (`… Nature 2002 419 520 526`).
+ */
 export function isTableRow(line: string): boolean {
-  return line.length <= MAX_ROW && /\d/.test(line) && trailingNumbers(line) >= 2;
+  if (!/\d/.test(line)) return false;
+  const n = trailingNumbers(line);
+  if (n < 2) return false;
+  const tokens = line.trim().split(/\s+/);
+  let figures = 0;
+  let cut = tokens.length;
+  while (cut > 0 && figures < n) {
+    const t = tokens[cut - 1] as string;
+    if (!CURRENCY.test(t)) figures++;
+    cut--;
+  }
+  return tokens.slice(0, cut).join(" ").length <= MAX_LABEL;
 }
 
 /** True for a header row of figures that are all years (`2018 2017 2016`, `(Millions) 2018 2017`). */
