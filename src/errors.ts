@@ -35,3 +35,15 @@ export class ExtractionError extends KnowledgeLayerError {
     this.name = "ExtractionError";
   }
 }
+
+/**
+ * A command line used wrongly: options that do not go together, a required option
+ * missing, an argument of the wrong form. The CLI prints the message and exits 2 (as
+ * for commander's own usage errors: unknown option, missing argument).
+ */
+export class UsageError extends KnowledgeLayerError {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}

@@ -27,6 +27,7 @@ import {
   ingestDocuments,
   ingestPaths,
   pipelineHash,
+  type UserMetadata,
 } from "./ingest/pipeline.js";
 import { createReranker, type Reranker } from "./rerank/index.js";
 import type { Attribution } from "./retrieve/attribution.js";
@@ -190,13 +191,26 @@ export interface IngestOptions {
    */
   signal?: AbortSignal;
   /**
-   * User metadata stored on every document of this ingest (filters read it by key;
-   * results show it in `source.metadata`); keys must not be source attributes (`type`,
-   * `path`, `date`…). Changing it re-ingests unchanged files.
+   * User metadata set on every document of this ingest (filters read it by key; results
+   * show it in `source.metadata`); keys must not be source attributes (`type`, `path`,
+   * `date`…). It sticks: documents keep metadata given at earlier ingests until it is
+   * changed (a later ingest without it keeps it); a key given again gets the new value,
+   * a `null` value removes the key. Changing it re-ingests unchanged files (their
+   * embeddings come from the cache).
    */
-  metadata?: Record<string, FilterScalar>;
-  /** Tags added to every document's `tags` (front matter tags are kept); filter with `$contains`. */
+  metadata?: Record<string, FilterScalar | null>;
+  /**
+   * Tags added to every document's `tags` (front matter tags are kept); filter with
+   * `$contains`. They stick as `metadata` does.
+   */
   tags?: string[];
+  /** Tags given at earlier ingests to remove from every document of this ingest. */
+  removeTags?: string[];
+  /**
+   * Forget the metadata and tags given at earlier ingests before applying this run's
+   * `metadata` and `tags` (alone: clear them).
+   */
+  replaceMetadata?: boolean;
 }
 
 /**
@@ -863,7 +877,12 @@ export class KnowledgeLayer {
   }
 
   private async ingestContext(options: IngestOptions): Promise<IngestContext> {
-    const userMetadata = { meta: options.metadata, tags: options.tags };
+    const userMetadata: UserMetadata = {
+      meta: options.metadata,
+      tags: options.tags,
+      untag: options.removeTags,
+      replace: options.replaceMetadata,
+    };
     checkUserMetadata(userMetadata);
     const kb = this.getKb(options.kb ?? DEFAULT_KB);
     const embed = options.embed ?? true;

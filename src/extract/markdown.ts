@@ -302,12 +302,20 @@ function tagList(value: JsonValue | undefined): string[] | undefined {
   return tags.length > 0 ? tags : undefined;
 }
 
+/**
+ * The tags front matter gives a document: `tags`, else `keywords` (a list, or a
+ * comma-separated string), as strings; undefined when there are none.
+ */
+export function frontMatterTags(data: Record<string, unknown>): string[] | undefined {
+  return tagList(data.tags as JsonValue | undefined) ?? tagList(data.keywords as JsonValue | undefined);
+}
+
 /** The metadata fields lifted from front matter: `title`, `author`, `tags`, `description`, `date`. */
 function liftedFields(data: Record<string, JsonValue>): Record<string, unknown> {
   return {
     title: textValue(data.title),
     author: textValue(data.author) ?? textValue(data.authors),
-    tags: tagList(data.tags) ?? tagList(data.keywords),
+    tags: frontMatterTags(data),
     description: textValue(data.description),
     date: textValue(data.date),
   };

@@ -8,15 +8,15 @@ import type { KnowledgeBaseConfig } from "../config.js";
 import { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
-import { discoverSources, extractFile } from "../extract/index.js";
+import { discoverSources, extractFile, frontMatterTags } from "../extract/index.js";
 import { analyzeChunk, type Bm25Index } from "../retrieve/bm25.js";
-import { FILTER_FIELD, type FilterScalar } from "../retrieve/filter.js";
+import type { FilterScalar } from "../retrieve/filter.js";
 import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
 import type { VectorRecord, VectorStore } from "../store/contract.js";
 import { SOURCE_FILTER_FIELDS } from "../store/filter-sql.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
-import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
+import type { Chunk, DocumentMetadata, ExtractedDocument, SourceType } from "../types.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
 export const PIPELINE_VERSION = 5;
@@ -122,57 +122,170 @@ export interface IngestContext {
  * fields, `IngestOptions`): `meta` goes to the document's `meta` object, `tags` join its
  * `tags` list (front matter tags included). Filters read both (`{"customer": "acme"}`,
  * `{"tags": {"$contains": "finance"}}`) and results show them in `source.metadata` / `source.tags`.
+ *
+ * It sticks: a document keeps the metadata and tags given at earlier ingests until they are
+ * changed, also when the file is re-ingested (changed or not) without any. A run's `meta`
+ * sets those keys (a `null` value removes the key, as in JSON merge patch, RFC 7396),
+ * `tags` adds tags, `untag` removes tags given earlier, and `replace` forgets everything
+ * given earlier first (so `replace` alone clears it).
  */
 export interface UserMetadata {
-  meta?: Record<string, FilterScalar>;
+  meta?: Record<string, FilterScalar | null>;
   tags?: string[];
+  untag?: string[];
+  replace?: boolean;
 }
 
+/** Keys of user metadata: a letter or `_`, then letters, digits, `_` or `-` (at most 64). */
+export const META_KEY = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+
 /**
- * Checks user metadata: keys are filter field names that are not source attributes (`type`,
- * `path`, `date`…, which come from the document itself) nor `meta`/`tags`; values are
- * strings, finite numbers or booleans; tags are non-empty strings.
+ * Names that cannot be user metadata keys: the source attributes (`type`, `path`, `date`…,
+ * which come from the document itself) and the metadata fields that hold user metadata.
+ */
+const RESERVED_META_KEYS = new Set([...SOURCE_FILTER_FIELDS, "meta", "userTags"]);
+
+/**
+ * Checks user metadata: keys are filter field names (see {@link META_KEY}) that are not
+ * source attributes nor `meta`/`userTags`; values are strings, finite numbers, booleans or
+ * `null` (remove the key); tags are non-empty strings.
  * @throws KnowledgeLayerError naming the key (`metadata.type: "type" is a source attribute…`).
  */
 export function checkUserMetadata(metadata: UserMetadata, root = "metadata"): void {
   for (const [key, value] of Object.entries(metadata.meta ?? {})) {
-    if (!FILTER_FIELD.test(key))
+    if (!META_KEY.test(key))
       throw new KnowledgeLayerError(
         `${root}.${key}: invalid key (letters, digits, "_" and "-", starting with a letter or "_", at most 64 characters)`,
       );
-    if (SOURCE_FILTER_FIELDS.includes(key) || key === "meta")
+    if (RESERVED_META_KEYS.has(key))
       throw new KnowledgeLayerError(
-        `${root}.${key}: "${key}" is a source attribute set from the document itself; choose another key${key === "tags" ? " (or use tags)" : ""}`,
+        `${root}.${key}: "${key}" is ${key === "meta" || key === "userTags" ? "where user metadata is kept" : "a source attribute set from the document itself"}; choose another key${key === "tags" ? " (or use tags)" : ""}`,
       );
     if (
       !(
+        value === null ||
         typeof value === "string" ||
         typeof value === "boolean" ||
         (typeof value === "number" && Number.isFinite(value))
       )
     )
-      throw new KnowledgeLayerError(`${root}.${key}: expected a string, number or boolean`);
+      throw new KnowledgeLayerError(
+        `${root}.${key}: expected a string, number, boolean or null (null removes the key)`,
+      );
   }
-  if (metadata.tags !== undefined) {
-    if (!Array.isArray(metadata.tags)) throw new KnowledgeLayerError("tags: expected a list of strings");
-    for (const tag of metadata.tags)
+  for (const [name, list] of [
+    ["tags", metadata.tags],
+    ["untag", metadata.untag],
+  ] as const) {
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) throw new KnowledgeLayerError(`${name}: expected a list of strings`);
+    for (const tag of list)
       if (typeof tag !== "string" || tag.trim() === "")
-        throw new KnowledgeLayerError(`tags: expected non-empty strings, got ${JSON.stringify(tag)}`);
+        throw new KnowledgeLayerError(`${name}: expected non-empty strings, got ${JSON.stringify(tag)}`);
   }
 }
 
-/** A document with user metadata merged in: `meta` over its own `meta`, `tags` added to its `tags`. */
-export function withUserMetadata(doc: ExtractedDocument, user: UserMetadata): ExtractedDocument {
+/**
+ * A `key=value` metadata value (`kl ingest --meta`) typed: `true`/`false` become booleans; a decimal number written plainly
+ * (`42`, `-3`, `0.25`: no leading zeros, exponent, `+` or spaces) becomes a number when that
+ * number reads back exactly — an integer within ±(2^53 − 1), a decimal of at most 15
+ * significant digits; anything else stays the string as given (`007`, `1e3`,
+ * `12345678901234567890`, `1.0000000000000001`).
+ */
+export function typedMetaValue(raw: string): FilterScalar {
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  const m = /^-?(0|[1-9]\d*)(?:\.(\d+))?$/.exec(raw);
+  if (!m || raw === "-0") return raw;
+  const n = Number(raw);
+  if (m[2] === undefined) return Number.isSafeInteger(n) ? n : raw;
+  const digits = `${m[1] === "0" ? "" : m[1]}${m[2]}`.replace(/^0+/, "").replace(/0+$/, "");
+  return digits.length <= 15 ? n : raw;
+}
+
+/** The user metadata a document carries: its `meta` keys and the tags given at ingest. */
+export interface StoredUserMetadata {
+  meta: Record<string, FilterScalar>;
+  tags: string[];
+}
+
+/** `stored` with a run's changes applied (see {@link UserMetadata}). */
+export function applyUserMetadata(
+  stored: StoredUserMetadata | undefined,
+  run: UserMetadata | undefined,
+): StoredUserMetadata {
+  const base = run?.replace || !stored ? { meta: {}, tags: [] } : stored;
+  const meta: Record<string, FilterScalar> = { ...base.meta };
+  for (const [key, value] of Object.entries(run?.meta ?? {})) {
+    if (value === null) delete meta[key];
+    else meta[key] = value;
+  }
+  const drop = new Set(run?.untag ?? []);
+  const tags = [...new Set([...base.tags, ...(run?.tags ?? [])])].filter((t) => !drop.has(t));
+  return { meta, tags };
+}
+
+/**
+ * The user metadata stored on a document (see {@link withUserMetadata}). A document written
+ * before user tags were kept apart (no `userTags`) gets its tags less the ones its own
+ * content gives (`ownTags`, and the tags of its stored front matter).
+ */
+export function storedUserMetadata(
+  metadata: DocumentMetadata,
+  ownTags: readonly string[] = [],
+): StoredUserMetadata {
+  const meta: Record<string, FilterScalar> = {};
+  if (metadata.meta !== null && typeof metadata.meta === "object" && !Array.isArray(metadata.meta))
+    for (const [k, v] of Object.entries(metadata.meta as Record<string, unknown>))
+      if (typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v)))
+        meta[k] = v;
+  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((t) => typeof t === "string") : []);
+  if (Array.isArray(metadata.userTags)) return { meta, tags: strings(metadata.userTags) };
+  const fm = metadata.frontMatter;
+  const own = new Set([
+    ...ownTags,
+    ...(fm !== null && typeof fm === "object" && !Array.isArray(fm)
+      ? (frontMatterTags(fm as Record<string, unknown>) ?? [])
+      : []),
+  ]);
+  return { meta, tags: strings(metadata.tags).filter((t) => !own.has(t)) };
+}
+
+/**
+ * A document with user metadata merged in: `meta` over its own `meta`, the tags added to
+ * its own `tags`, and the user's tags kept apart in `userTags` (so a later ingest knows
+ * which tags came from the user, whatever the file's own tags become); `userTags` is
+ * written whenever the document has tags.
+ */
+export function withUserMetadata(
+  doc: ExtractedDocument,
+  user: StoredUserMetadata | UserMetadata,
+): ExtractedDocument {
   const metadata = { ...doc.metadata };
-  if (user.meta && Object.keys(user.meta).length > 0) {
+  const meta = Object.fromEntries(
+    Object.entries(user.meta ?? {}).filter((e): e is [string, FilterScalar] => e[1] !== null),
+  );
+  if (Object.keys(meta).length > 0) {
     const own = metadata.meta !== null && typeof metadata.meta === "object" ? (metadata.meta as object) : {};
-    metadata.meta = { ...own, ...user.meta };
+    metadata.meta = { ...own, ...meta };
   }
-  if (user.tags && user.tags.length > 0) {
-    const own = Array.isArray(metadata.tags) ? metadata.tags.map(String) : [];
-    metadata.tags = [...new Set([...own, ...user.tags])];
-  }
+  const userTags = user.tags ?? [];
+  const own = Array.isArray(metadata.tags) ? metadata.tags.map(String) : [];
+  if (userTags.length > 0) metadata.tags = [...new Set([...own, ...userTags])];
+  if (userTags.length > 0 || own.length > 0) metadata.userTags = [...userTags];
   return { ...doc, metadata };
+}
+
+/**
+ * The content hash a unit is stored with: its content's, mixed with the user metadata it
+ * carries (sorted, so the order keys were given in does not matter), so that changed user
+ * metadata re-ingests an unchanged file and unchanged metadata does not.
+ */
+function unitHash(contentHash: string, user: StoredUserMetadata): string {
+  if (Object.keys(user.meta).length === 0 && user.tags.length === 0) return contentHash;
+  const meta = Object.fromEntries(Object.entries(user.meta).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const extra = JSON.stringify({ meta, tags: [...user.tags].sort() });
+  return createHash("sha256").update(contentHash).update(extra).digest("hex");
 }
 
 /** One unit of ingest: a file (or Slack export, or in-memory document) and the documents it yields. */
@@ -392,15 +505,6 @@ function reusableVector(chunk: Chunk, embedder: Embedder): Float32Array | undefi
 async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boolean): Promise<IngestSummary> {
   const started = Date.now();
   const user = ctx.userMetadata;
-  if (user && (Object.keys(user.meta ?? {}).length > 0 || (user.tags?.length ?? 0) > 0)) {
-    // User metadata is part of what a unit is: new metadata re-ingests an unchanged file.
-    const extra = JSON.stringify({ meta: user.meta ?? {}, tags: user.tags ?? [] });
-    units = units.map((u) => ({
-      ...u,
-      contentHash: createHash("sha256").update(u.contentHash).update(extra).digest("hex"),
-      load: async () => (await u.load()).map((d) => withUserMetadata(d, user)),
-    }));
-  }
   const { catalog, config } = ctx;
   const kb = config.name;
   const hash = pipelineHash(config);
@@ -541,17 +645,28 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       break;
     }
     const existing = catalog.documentsByPath(kb, unit.path);
+    // User metadata sticks to a source's documents (see UserMetadata): this run's changes
+    // apply over what they carry, and the unit is unchanged only if the result is too.
+    const stored = existing[0] ? catalog.documentMetadata(existing[0].id) : undefined;
+    const userMetadataFor = (ownTags: readonly string[]): StoredUserMetadata =>
+      applyUserMetadata(stored && storedUserMetadata(stored, ownTags), user);
+    const expected = unitHash(unit.contentHash, userMetadataFor([]));
     const unchanged =
       existing.length > 0 &&
-      existing.every(
-        (d) => d.contentHash === unit.contentHash && d.pipelineHash === hash && (d.embedded || !embed),
-      );
+      existing.every((d) => d.contentHash === expected && d.pipelineHash === hash && (d.embedded || !embed));
     if (unchanged) {
       summary.unchanged++;
     } else {
       try {
-        const docs = await unit.load();
-        const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [] };
+        const loaded = await unit.load();
+        const first = loaded[0]?.metadata.tags;
+        const userMetadata = userMetadataFor(Array.isArray(first) ? first.map(String) : []);
+        const docs = loaded.map((d) => withUserMetadata(d, userMetadata));
+        const prepared: PreparedUnit = {
+          unit: { ...unit, contentHash: unitHash(unit.contentHash, userMetadata) },
+          replaces: existing.length > 0,
+          docs: [],
+        };
         for (const doc of docs) {
           for (const warning of doc.warnings ?? []) summary.warnings.push({ path: doc.uri, reason: warning });
           const chunks = await chunker.chunk(doc);

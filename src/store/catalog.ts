@@ -153,6 +153,14 @@ export class Catalog {
     return row && { ...toDocumentRecord(row), metadata: JSON.parse(row.metadata) };
   }
 
+  /** A document's metadata (without reading its text), or undefined when there is no such document. */
+  documentMetadata(id: number): DocumentMetadata | undefined {
+    const row = this.prepare("SELECT metadata FROM documents WHERE id = ?").get(id) as
+      | { metadata: string }
+      | undefined;
+    return row && (JSON.parse(row.metadata) as DocumentMetadata);
+  }
+
   /** Returns a knowledge base, or undefined. */
   getKb(name: string): KbRecord | undefined {
     const row = this.prepare("SELECT name, config, created_at FROM kbs WHERE name = ?").get(name) as
