@@ -49,7 +49,7 @@ import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
-import type { ExtractedDocument } from "./types.js";
+import type { DocumentMetadata, ExtractedDocument } from "./types.js";
 
 /** Options for {@link KnowledgeLayer.search}. Unset fields come from each KB's retrieval config. */
 export interface SearchOptions {
@@ -627,8 +627,23 @@ export class KnowledgeLayer {
    * chunk (the filter language of {@link SearchOptions.filter}).
    * @throws FilterError for a malformed filter.
    */
+  listDocuments(options?: {
+    kb?: string;
+    filter?: Filter;
+    afterId?: number;
+    limit?: number;
+    metadata?: false;
+  }): DocumentRecord[];
+  /** {@link listDocuments} with each document's metadata (as `kl docs show` prints it). */
+  listDocuments(options: {
+    kb?: string;
+    filter?: Filter;
+    afterId?: number;
+    limit?: number;
+    metadata: true;
+  }): (DocumentRecord & { metadata: DocumentMetadata })[];
   listDocuments(
-    options: { kb?: string; filter?: Filter; afterId?: number; limit?: number } = {},
+    options: { kb?: string; filter?: Filter; afterId?: number; limit?: number; metadata?: boolean } = {},
   ): DocumentRecord[] {
     const filter = options.filter === undefined ? undefined : parseFilter(options.filter);
     return this.catalog.listDocuments(options.kb, { ...options, filter });

@@ -29,6 +29,7 @@ import { evaluateBeir } from "../eval/beir.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
 import { typedMetaValue } from "../ingest/pipeline.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
+import { documentAttribution } from "../retrieve/attribution.js";
 import {
   type Filter,
   FilterError,
@@ -862,7 +863,9 @@ const docs = program.command("docs").description("list, show and remove document
 
 docs
   .command("list")
-  .description("list documents (id, KB, type, chunks, source)")
+  .description(
+    "list documents (id, KB, type, chunks, source; --json adds source attributes and user metadata)",
+  )
   .option("--kb <name>", "knowledge base (default: every KB)")
   .option("--where <json>", "only documents with a chunk matching this metadata filter")
   .option("--json", "print JSON")
@@ -870,9 +873,16 @@ docs
     const filter = whereFilter(o.where);
     await withKl(command, (kl) => {
       if (o.kb !== undefined) kl.getKb(o.kb);
-      const list = kl.listDocuments({ kb: o.kb, filter });
-      if (o.json) console.log(JSON.stringify({ documents: list }, null, 2));
-      else {
+      const list = kl.listDocuments({ kb: o.kb, filter, metadata: true });
+      if (o.json) {
+        // Each document with its source attributes (as search results show them, without
+        // the chunk-level ones), which include its tags and user metadata.
+        const documents = list.map(({ metadata, ...d }) => ({
+          ...d,
+          source: documentAttribution({ uri: d.uri, path: d.path, type: d.type, title: d.title, metadata }),
+        }));
+        console.log(JSON.stringify({ documents }, null, 2));
+      } else {
         for (const d of list)
           console.log(
             `${String(d.id).padStart(6)}  ${d.kb}  ${d.type.padEnd(8)} ${String(d.chunkCount).padStart(4)} chunks  ${displayName(d.uri)}`,
@@ -911,20 +921,24 @@ docs
   )
   .option("--kb <name>", "knowledge base (default: every KB)")
   .option("--where <json>", "remove every document with a chunk matching this metadata filter")
-  .option("--all", "with --where '{}' (or a filter matching every document in scope): yes, all of them")
+  .option(
+    "--all",
+    "remove every document in scope (--kb, else every KB); also needed when --where matches them all",
+  )
   .option("--dry-run", "only list what would be removed")
   .option("-y, --yes", "remove without asking (required for --where when not on a terminal)")
   .option("--json", "print JSON")
   .action(async (ids: string[], o, command: Command) => {
-    const where = o.where === undefined ? undefined : parseFilterJson(o.where, "filter");
-    const filter = where === undefined ? undefined : (JSON.parse(o.where) as Filter);
+    // --all alone means every document in scope (--where '{}').
+    const text: string | undefined = o.where ?? (o.all && ids.length === 0 ? "{}" : undefined);
+    const where = text === undefined ? undefined : parseFilterJson(text, "filter");
+    const filter = text === undefined ? undefined : (JSON.parse(text) as Filter);
     if ((ids.length === 0) === (filter === undefined))
-      throw new UsageError("kl docs rm: give document ids or --where (not both)");
-    if (o.all && filter === undefined) throw new UsageError("kl docs rm: --all goes with --where");
+      throw new UsageError("docs rm: give document ids, --where or --all (ids do not go with the others)");
     const wanted = ids.map((x) => {
       const n = Number(x);
       if (!/^\d+$/.test(x) || !Number.isSafeInteger(n) || n < 1)
-        throw new UsageError(`kl docs rm: "${x}" is not a document id`);
+        throw new UsageError(`docs rm: "${x}" is not a document id`);
       return n;
     });
     await withKl(command, async (kl) => {
@@ -989,7 +1003,7 @@ docs
         if (everything && !o.all) {
           report(0, true);
           throw new UsageError(
-            `kl docs rm: the filter matches every document in ${scope} (${targets.length}); ` +
+            `docs rm: the filter matches every document in ${scope} (${targets.length}); ` +
               `to remove them all, add --all --yes${o.kb === undefined ? " (or remove a KB with kl kb delete NAME)" : ""}`,
           );
         }
@@ -997,8 +1011,8 @@ docs
           if (!process.stdin.isTTY || !process.stderr.isTTY || o.json) {
             report(0, true);
             throw new UsageError(
-              `kl docs rm: --where selects ${targets.length} document${targets.length === 1 ? "" : "s"}; ` +
-                "add --yes to remove them (--dry-run lists them without asking)",
+              `docs rm: --where selects ${targets.length === 1 ? "1 document" : `${targets.length} documents`}; ` +
+                `add --yes to remove ${targets.length === 1 ? "it" : "them"} (--dry-run lists them without asking)`,
             );
           }
           preview();

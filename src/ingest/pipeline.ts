@@ -833,12 +833,18 @@ function writeUnit(
   const documentIds: number[] = [];
   catalog.db
     .transaction(() => {
-      for (const old of catalog.documentsByPath(kb, prepared.unit.path))
+      // A document keeps its id while it stays in the KB: a replaced document (same uri)
+      // gets its old id back. Chunk ids are always new (vectors are stored under them).
+      const ids = new Map<string, number>();
+      for (const old of catalog.documentsByPath(kb, prepared.unit.path)) {
+        ids.set(old.uri, old.id);
         stale.push(...deleteDocument(ctx, old.id));
+      }
       let v = 0;
       for (const { doc, chunks } of prepared.docs) {
         if (chunks.length === 0) continue;
         const documentId = catalog.insertDocument({
+          id: ids.get(doc.uri),
           kb,
           uri: doc.uri,
           path: prepared.unit.path,

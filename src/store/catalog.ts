@@ -126,14 +126,29 @@ export class Catalog {
    */
   listDocuments(
     kb: string | undefined,
-    options: { filter?: FilterNode; afterId?: number; limit?: number } = {},
+    options: { filter?: FilterNode; afterId?: number; limit?: number; metadata?: false },
+  ): DocumentRecord[];
+  /** {@link listDocuments} with each document's metadata. */
+  listDocuments(
+    kb: string | undefined,
+    options: { filter?: FilterNode; afterId?: number; limit?: number; metadata: true },
+  ): (DocumentRecord & { metadata: DocumentMetadata })[];
+  listDocuments(
+    kb: string | undefined,
+    options?: { filter?: FilterNode; afterId?: number; limit?: number; metadata?: boolean },
+  ): DocumentRecord[];
+  listDocuments(
+    kb: string | undefined,
+    options: { filter?: FilterNode; afterId?: number; limit?: number; metadata?: boolean } = {},
   ): DocumentRecord[] {
     const where = options.filter ? compileSqliteFilter(options.filter, catalogField) : undefined;
     const rows = this.db
       .prepare(
-        `SELECT * FROM documents d WHERE (? IS NULL OR d.kb = ?) AND d.id > ?${
-          where ? ` AND EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id AND ${where.sql})` : ""
-        } ORDER BY d.id LIMIT ?`,
+        `SELECT d.id, d.kb, d.uri, d.path, d.type, d.title, d.content_hash, d.pipeline_hash, d.embedded,
+                d.chunk_count, d.ingested_at${options.metadata ? ", d.metadata" : ""}
+           FROM documents d WHERE (? IS NULL OR d.kb = ?) AND d.id > ?${
+             where ? ` AND EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id AND ${where.sql})` : ""
+           } ORDER BY d.id LIMIT ?`,
       )
       .all(
         kb ?? null,
@@ -141,8 +156,12 @@ export class Catalog {
         options.afterId ?? 0,
         ...(where?.params ?? []),
         options.limit ?? -1,
-      ) as DocumentRow[];
-    return rows.map(toDocumentRecord);
+      ) as (DocumentRow & { metadata?: string })[];
+    return rows.map((r) =>
+      r.metadata === undefined
+        ? toDocumentRecord(r)
+        : { ...toDocumentRecord(r), metadata: JSON.parse(r.metadata) as DocumentMetadata },
+    );
   }
 
   /** A document by id, with its metadata, or undefined. */
@@ -383,8 +402,12 @@ export class Catalog {
     ) as { id: number; text: string }[];
   }
 
-  /** Inserts a document row; returns its id. Call inside a transaction. */
+  /**
+   * Inserts a document row; returns its id: `id` when given (a replaced document keeping
+   * its id; no row may have it), else a new one. Call inside a transaction.
+   */
   insertDocument(doc: {
+    id?: number;
     kb: string;
     uri: string;
     path: string;
@@ -398,9 +421,10 @@ export class Catalog {
     chunkCount: number;
   }): number {
     const result = this.prepare(
-      `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO documents (id, kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
+      doc.id ?? null,
       doc.kb,
       doc.uri,
       doc.path,
