@@ -19,7 +19,7 @@ import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, DocumentMetadata, ExtractedDocument, SourceType } from "../types.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
-export const PIPELINE_VERSION = 5;
+export const PIPELINE_VERSION = 6;
 
 /** A per-file problem reported by ingest. */
 export interface IngestIssue {
