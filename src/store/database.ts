@@ -9,7 +9,10 @@ import { blockRows, emptyList, type PostingList } from "../retrieve/postings.js"
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
+
+/** SQLite page cache per connection, in KiB (see {@link openDatabase}). */
+const CACHE_KIB = 131_072;
 
 /** Page size in bytes of a new database file. */
 export const PAGE_SIZE = 16384;
@@ -69,21 +72,31 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id);
 CREATE INDEX IF NOT EXISTS chunks_kb ON chunks (kb, token_count);
-CREATE TABLE IF NOT EXISTS kw_blocks (
+CREATE TABLE IF NOT EXISTS kw_segments (
   kb TEXT NOT NULL,
+  seg INTEGER NOT NULL,
+  chunks INTEGER NOT NULL,
+  min_id INTEGER NOT NULL,
+  max_id INTEGER NOT NULL,
+  PRIMARY KEY (kb, seg)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kw_seg_blocks (
+  kb TEXT NOT NULL,
+  seg INTEGER NOT NULL,
   term TEXT NOT NULL,
   last_id INTEGER NOT NULL,
   n INTEGER NOT NULL,
   max_tf INTEGER NOT NULL,
   min_len INTEGER NOT NULL,
   data BLOB NOT NULL,
-  PRIMARY KEY (kb, term, last_id)
+  PRIMARY KEY (kb, seg, term, last_id)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS kw_terms (
+CREATE TABLE IF NOT EXISTS kw_seg_terms (
   kb TEXT NOT NULL,
+  seg INTEGER NOT NULL,
   term TEXT NOT NULL,
   df INTEGER NOT NULL,
-  PRIMARY KEY (kb, term)
+  PRIMARY KEY (kb, seg, term)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kw_pending (
   kb TEXT NOT NULL,
@@ -221,6 +234,10 @@ export function openDatabase(dataDir: string): Db {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
+    // A 128 MiB page cache (SQLite's default is 2 MiB): at 100k+ chunks the interior pages of
+    // the chunk, vector and keyword-index B-trees no longer fit in 2 MiB, and every lookup
+    // went to the OS for them. Pages are allocated as used, so a small KB stays small.
+    db.pragma(`cache_size = -${CACHE_KIB}`);
     // Writers take the lock up front (BEGIN IMMEDIATE) and wait up to 60 s for each other.
     db.pragma("busy_timeout = 60000");
     sqliteVec.load(db);
@@ -254,9 +271,11 @@ export function openDatabase(dataDir: string): Db {
  * `postings.len` (the field length of the posting's chunk, so keyword search reads a
  * posting list without joining chunks) and `kb_stats` (corpus statistics kept by triggers),
  * both built from the existing rows. Schema 3 → 4: the row-per-posting `postings` table
- * becomes block-compressed lists (`kw_blocks`, `kw_terms`; see `retrieve/postings.ts`).
+ * becomes block-compressed lists (see `retrieve/postings.ts`).
  * Schema 4 → 5: `embedding_cache.ref_collection`/`ref_id`, an entry that points at the
- * embedded store's copy of a vector instead of holding a second one.
+ * embedded store's copy of a vector instead of holding a second one. Schema 5 → 6: the
+ * keyword index becomes segmented (`kw_seg_blocks`, `kw_seg_terms`, `kw_segments`): the
+ * existing lists become each KB's first segment.
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
@@ -285,21 +304,43 @@ function migrate(db: Db, from: number): void {
         db.exec("ALTER TABLE embedding_cache ADD COLUMN ref_id TEXT");
       }
     }
+    if (from < 6) segmentKeywordIndex(db);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
   })();
 }
 
 /**
- * Schema 3 → 4: rewrites every `postings` row into `kw_blocks` / `kw_terms`, one term's
- * list at a time (read in (kb, term, chunk id) order), then drops the old table.
+ * Schema 5 → 6: moves the one-list-per-term keyword index (`kw_blocks`, `kw_terms`) into
+ * segment 1 of each KB (`kw_seg_blocks`, `kw_seg_terms`, one `kw_segments` row covering
+ * the KB's chunk ids), then drops the old tables.
+ */
+function segmentKeywordIndex(db: Db): void {
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kw_blocks'").get();
+  if (!exists) return;
+  db.exec(`
+    INSERT INTO kw_seg_blocks (kb, seg, term, last_id, n, max_tf, min_len, data)
+      SELECT kb, 1, term, last_id, n, max_tf, min_len, data FROM kw_blocks;
+    INSERT INTO kw_seg_terms (kb, seg, term, df) SELECT kb, 1, term, df FROM kw_terms;
+    INSERT INTO kw_segments (kb, seg, chunks, min_id, max_id)
+      SELECT kb, 1, count(*), min(id), max(id) FROM chunks
+      WHERE kb IN (SELECT DISTINCT kb FROM kw_terms) GROUP BY kb;
+    DROP TABLE kw_blocks;
+    DROP TABLE kw_terms;
+  `);
+}
+
+/**
+ * Schema 3 → 4: rewrites every `postings` row into block-compressed lists, one term's
+ * list at a time (read in (kb, term, chunk id) order), as segment 1 of each KB (the
+ * layout of schema 6), then drops the old table.
  */
 function convertPostings(db: Db): void {
   const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'postings'").get();
   if (!exists) return;
   const insertBlock = db.prepare(
-    "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO kw_seg_blocks (kb, seg, term, last_id, n, max_tf, min_len, data) VALUES (?, 1, ?, ?, ?, ?, ?, ?)",
   );
-  const insertTerm = db.prepare("INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?)");
+  const insertTerm = db.prepare("INSERT INTO kw_seg_terms (kb, seg, term, df) VALUES (?, 1, ?, ?)");
   const write = (kb: string, term: string, list: PostingList) => {
     for (const b of blockRows(list)) insertBlock.run(kb, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
     insertTerm.run(kb, term, list.ids.length);
@@ -319,6 +360,8 @@ function convertPostings(db: Db): void {
     }
     write(kb, term, list);
   }
+  db.exec(`INSERT INTO kw_segments (kb, seg, chunks, min_id, max_id)
+    SELECT kb, 1, count(DISTINCT chunk_id), min(chunk_id), max(chunk_id) FROM postings GROUP BY kb`);
   db.exec("DROP TABLE postings");
 }
 
