@@ -289,21 +289,27 @@ export class Bm25Index {
    * too), only slower.
    */
   flush(kb: string): void {
-    this.db.transaction(() => {
-      const rows = this.pendingRows.all(kb) as [number, string][];
-      if (rows.length === 0) return;
-      const lists = new Map<string, PostingList>();
-      for (const [id, terms] of rows) parsePending(id, terms, lists);
-      const seg = this.nextSegment.get(kb) as number;
-      const terms = [...lists.keys()].sort(compareTerms);
-      for (const term of terms) this.writeList(kb, seg, term, lists.get(term) as PostingList);
-      const first = (rows[0] as [number, string])[0];
-      const last = (rows[rows.length - 1] as [number, string])[0];
-      this.insertSegment.run(kb, seg, rows.length, first, last);
-      this.dropPending.run(kb, last);
-      this.compact(kb);
-      this.bumpVersion.run(kb);
-    })();
+    // Inside the caller's transaction, no savepoint of its own: a savepoint would copy every
+    // page the merge touches to a sub-journal first.
+    if (this.db.inTransaction) this.flushRows(kb);
+    else this.db.transaction(() => this.flushRows(kb))();
+  }
+
+  /** The body of {@link flush}, in the caller's transaction. */
+  private flushRows(kb: string): void {
+    const rows = this.pendingRows.all(kb) as [number, string][];
+    if (rows.length === 0) return;
+    const lists = new Map<string, PostingList>();
+    for (const [id, terms] of rows) parsePending(id, terms, lists);
+    const seg = this.nextSegment.get(kb) as number;
+    const terms = [...lists.keys()].sort(compareTerms);
+    for (const term of terms) this.writeList(kb, seg, term, lists.get(term) as PostingList);
+    const first = (rows[0] as [number, string])[0];
+    const last = (rows[rows.length - 1] as [number, string])[0];
+    this.insertSegment.run(kb, seg, rows.length, first, last);
+    this.dropPending.run(kb, last);
+    this.compact(kb);
+    this.bumpVersion.run(kb);
   }
 
   /** Writes a term's whole list in segment `seg`: its blocks and its df row. */

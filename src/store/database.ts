@@ -366,6 +366,17 @@ function convertPostings(db: Db): void {
 }
 
 /**
+ * Runs `fn` inside the caller's transaction when one is open, else in a new IMMEDIATE
+ * transaction. Unlike a nested `db.transaction`, it opens no savepoint: a savepoint copies
+ * every page it touches to a sub-journal before changing it, which doubled what a large
+ * ingest wrote. So `fn` must not leave half its changes behind when it throws inside a
+ * caller's transaction: check inputs first, or let the error roll the caller back.
+ */
+export function withinTransaction<T>(db: Db, fn: () => T): T {
+  return db.inTransaction ? fn() : db.transaction(fn).immediate();
+}
+
+/**
  * A function returning the prepared statement for an SQL text, prepared once per
  * connection (preparing costs more than running a small statement).
  */
