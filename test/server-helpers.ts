@@ -131,8 +131,7 @@ export async function followJob(
 ): Promise<SseEvent[]> {
   const headers: Record<string, string> = { authorization: `Bearer ${key}` };
   if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
-  const abort = new AbortController();
-  const res = await fetch(`${base}/jobs/${jobId}/events`, { headers, signal: abort.signal });
+  const res = await fetch(`${base}/jobs/${jobId}/events`, { headers });
   if (res.status !== 200 || !res.body)
     throw new Error(`events of ${jobId}: HTTP ${res.status} ${await res.text()}`);
   if (!res.headers.get("content-type")?.startsWith("text/event-stream"))
@@ -163,10 +162,8 @@ export async function followJob(
       e.data = JSON.parse(data.join("\n"));
       events.push(e);
       if (e.event === "done") return events;
-      if (options.stopAfter !== undefined && events.length >= options.stopAfter) {
-        abort.abort();
-        return events;
-      }
+      // Leaving the loop cancels the body, which closes the connection.
+      if (options.stopAfter !== undefined && events.length >= options.stopAfter) return events;
     }
   }
   return events;

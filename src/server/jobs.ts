@@ -121,7 +121,10 @@ export class JobManager {
     for (const tenant of this.kl.jobTenants()) this.kl.pruneJobs(tenant, this.maxFinished());
     for (let job of pending) {
       if (job.status === "running")
-        job = this.step(job, { state: { ...stateOf(job), status: "queued", current: undefined }, event: "progress" });
+        job = this.step(job, {
+          state: { ...stateOf(job), status: "queued", current: undefined },
+          event: "progress",
+        });
       this.schedule(job);
     }
     return pending.map((j) => j.id);
@@ -159,7 +162,8 @@ export class JobManager {
     textOnly?: boolean;
   }): JobView {
     const options: JobRecord["options"] = { embed: input.embed };
-    if (input.metadata?.meta && Object.keys(input.metadata.meta).length > 0) options.meta = input.metadata.meta;
+    if (input.metadata?.meta && Object.keys(input.metadata.meta).length > 0)
+      options.meta = input.metadata.meta;
     if (input.metadata?.tags && input.metadata.tags.length > 0) options.tags = input.metadata.tags;
     if (input.textOnly) options.textOnly = true;
     const job = this.kl.createJob({
@@ -227,8 +231,8 @@ export class JobManager {
   subscribe(tenant: string, id: string, listener: (event: JobEvent) => void): (() => void) | undefined {
     const job = this.kl.getJob(id);
     if (!job || job.tenant !== tenant) return undefined;
-    let set = this.listeners.get(id);
-    if (!set) this.listeners.set(id, (set = new Set()));
+    const set = this.listeners.get(id) ?? new Set();
+    this.listeners.set(id, set);
     set.add(listener);
     return () => {
       set.delete(listener);
@@ -299,7 +303,7 @@ export class JobManager {
 
   private async execute(id: string): Promise<void> {
     let job = this.kl.getJob(id);
-    if (!job || job.status !== "queued" || this.closing) return;
+    if (job?.status !== "queued" || this.closing) return;
     const runStarted = Date.now();
     const before = job.elapsedMs;
     const elapsed = (): number => before + (Date.now() - runStarted);
@@ -332,8 +336,7 @@ export class JobManager {
           return;
         }
         // What the KB held for this name before the job touched it (kept from a first attempt).
-        const prior =
-          file.prior ?? documentIdsOfSource(this.kl, job.internalKb, file.name).map((d) => d.uri);
+        const prior = file.prior ?? documentIdsOfSource(this.kl, job.internalKb, file.name).map((d) => d.uri);
         job = this.step(job, {
           state: { ...stateOf(job), current: file.name },
           file: { n: file.n, state: "started", prior },

@@ -333,7 +333,8 @@ export const schemas = {
       },
       204: {
         type: "null",
-        description: "with `Last-Event-ID`: the job has finished and no event follows that id (stop reconnecting)",
+        description:
+          "with `Last-Event-ID`: the job has finished and no event follows that id (stop reconnecting)",
       },
       ...errors,
     },

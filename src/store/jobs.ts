@@ -240,8 +240,8 @@ export class JobStore {
     ).all(tenant) as FileRow[];
     const byJob = new Map<string, FileRow[]>();
     for (const f of files) {
-      let list = byJob.get(f.job_id);
-      if (!list) byJob.set(f.job_id, (list = []));
+      const list = byJob.get(f.job_id) ?? [];
+      byJob.set(f.job_id, list);
       list.push(f);
     }
     return rows.map((r) => toRecord(r, byJob.get(r.id) ?? []));
@@ -352,7 +352,11 @@ export class JobStore {
     const rows = this.prepare(
       "SELECT uri, chunks, warnings FROM ingest_job_docs WHERE job_id = ? AND n = ? ORDER BY uri",
     ).all(id, n) as { uri: string; chunks: number; warnings: string }[];
-    return rows.map((r) => ({ uri: r.uri, chunks: r.chunks, warnings: JSON.parse(r.warnings) as JobIssue[] }));
+    return rows.map((r) => ({
+      uri: r.uri,
+      chunks: r.chunks,
+      warnings: JSON.parse(r.warnings) as JobIssue[],
+    }));
   }
 
   /**
