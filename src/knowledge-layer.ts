@@ -54,6 +54,21 @@ import {
   JobStore,
   type NewJob,
 } from "./store/jobs.js";
+
+export type {
+  JobEventRecord,
+  JobFileRecord,
+  JobFileResult,
+  JobIssue,
+  JobOptions,
+  JobRecord,
+  JobState,
+  JobStatus,
+  JobStep,
+  JobSummary,
+  NewJob,
+} from "./store/jobs.js";
+
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { ExtractedDocument } from "./types.js";

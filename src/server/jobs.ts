@@ -30,23 +30,29 @@ import { join, resolve } from "node:path";
 import { ExtractionError } from "../errors.js";
 import { extractBytes } from "../extract/index.js";
 import type { UserMetadata } from "../ingest/pipeline.js";
-import type { KnowledgeLayer } from "../knowledge-layer.js";
-import { redactText } from "../secrets.js";
-import type { KbRecord } from "../store/catalog.js";
 import type {
   JobFileRecord,
   JobFileResult,
   JobIssue,
   JobRecord,
   JobState,
+  JobStatus,
   JobStep,
   JobSummary,
-} from "../store/jobs.js";
+  KnowledgeLayer,
+} from "../knowledge-layer.js";
+import { redactText } from "../secrets.js";
+import type { KbRecord } from "../store/catalog.js";
 import type { ExtractedDocument } from "../types.js";
 import { deleteDocuments, documentIdsOfSource } from "./documents.js";
 import { tenantText } from "./tenancy.js";
 
-export { isFinished, type JobIssue, type JobStatus, type JobSummary } from "../store/jobs.js";
+export type { JobIssue, JobStatus, JobSummary } from "../knowledge-layer.js";
+
+/** True for the statuses a job ends with (no event follows). */
+export function isFinished(status: JobStatus): boolean {
+  return status === "succeeded" || status === "failed";
+}
 
 /** An uploaded file waiting in the uploads folder. */
 export interface UploadedFile {

@@ -17,11 +17,6 @@ import { type Db, statementCache } from "./database.js";
  */
 export type JobStatus = "queued" | "running" | "succeeded" | "failed";
 
-/** True for the statuses a job ends with (no event follows). */
-export function isFinished(status: JobStatus): boolean {
-  return status === "succeeded" || status === "failed";
-}
-
 /** A problem with one uploaded file. */
 export interface JobIssue {
   /** The upload's file name (or a child document's uri, such as `mail.eml#attachment/1/a.pdf`). */
