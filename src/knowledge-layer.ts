@@ -683,7 +683,7 @@ export class KnowledgeLayer {
     return this.jobs.get(id);
   }
 
-  /** A tenant's stored ingest jobs, newest first. */
+  /** A tenant's stored ingest jobs, newest first (files without `prior` and `result`; {@link getJob} has them). */
   listJobs(tenant: string): JobRecord[] {
     return this.jobs.list(tenant);
   }

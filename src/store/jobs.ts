@@ -225,13 +225,14 @@ export class JobStore {
     return toRecord(row, files);
   }
 
-  /** A tenant's jobs, newest first. */
+  /** A tenant's jobs, newest first (their files without `prior` and `result`: {@link get} has them). */
   list(tenant: string): JobRecord[] {
     const rows = this.prepare("SELECT * FROM ingest_jobs WHERE tenant = ? ORDER BY rowid DESC").all(
       tenant,
     ) as JobRow[];
     const files = this.prepare(
-      "SELECT f.* FROM ingest_job_files f JOIN ingest_jobs j ON j.id = f.job_id WHERE j.tenant = ? ORDER BY f.job_id, f.n",
+      `SELECT f.job_id, f.n, f.name, f.stored_path, f.bytes, f.mimetype, f.state, NULL AS prior, NULL AS result
+       FROM ingest_job_files f JOIN ingest_jobs j ON j.id = f.job_id WHERE j.tenant = ? ORDER BY f.job_id, f.n`,
     ).all(tenant) as FileRow[];
     const byJob = new Map<string, FileRow[]>();
     for (const f of files) {
