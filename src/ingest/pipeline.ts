@@ -115,6 +115,26 @@ export interface IngestContext {
   signal?: AbortSignal;
   /** User metadata given at ingest, stored on every document of the run (see {@link withUserMetadata}). */
   userMetadata?: UserMetadata;
+  /**
+   * Called inside the transaction that writes a source's documents (a savepoint of the
+   * group's transaction with the embedded store), once per source written: what it writes
+   * to the same database commits or rolls back with the documents, so a record of what was
+   * ingested never disagrees with the KB (durable HTTP jobs use it). A throw rolls the
+   * source back and reports it as an error.
+   */
+  onUnitWritten?: (unit: WrittenUnit) => void;
+}
+
+/** A source as written by ingest (see {@link IngestContext.onUnitWritten}). */
+export interface WrittenUnit {
+  /** The source's path (an in-memory document's uri). */
+  path: string;
+  /** Its documents, with their chunk counts (documents without chunks are not stored). */
+  documents: { uri: string; chunks: number }[];
+  /** The source had documents before, which this write replaced. */
+  replaced: boolean;
+  /** Warnings of its documents (extraction, chunking fallback, stored without vectors). */
+  warnings: IngestIssue[];
 }
 
 /**
@@ -191,6 +211,8 @@ interface PreparedUnit {
   /** The unit had documents before this run. */
   replaces: boolean;
   docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
+  /** Warnings reported for the unit's documents (also in the run's summary). */
+  warnings: IngestIssue[];
   vectors?: (Float32Array | undefined)[];
   /**
    * Per chunk (as `vectors`): the vector is the embedder's for the chunk's text, so the
@@ -496,11 +518,13 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     }
     for (const p of pending) {
       if (embed && !embedNow) {
-        summary.warnings.push({
+        const warning = {
           path: p.unit.path,
           reason:
             "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
-        });
+        };
+        summary.warnings.push(warning);
+        p.warnings.push(warning);
       }
     }
     if (ctx.store instanceof SqliteVectorStore) {
@@ -557,16 +581,20 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     } else {
       try {
         const docs = await unit.load();
-        const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [] };
+        const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [], warnings: [] };
+        const warn = (issue: IngestIssue): void => {
+          summary.warnings.push(issue);
+          prepared.warnings.push(issue);
+        };
         for (const doc of docs) {
-          for (const warning of doc.warnings ?? []) summary.warnings.push({ path: doc.uri, reason: warning });
+          for (const warning of doc.warnings ?? []) warn({ path: doc.uri, reason: warning });
           const chunks = await chunker.chunk(doc);
           prepared.docs.push({ doc, chunks });
           pendingChunks += chunks.length;
           chunkedTotal += chunks.length;
           const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
           if (fallback) {
-            summary.warnings.push({
+            warn({
               path: doc.uri,
               reason: `embedding_semantic chunking fell back to fixed windows: ${String(fallback.metadata.fallbackReason)}`,
             });
@@ -784,6 +812,14 @@ function writeUnitRows(
         for (const [record, text] of remember) ctx.embedder.rememberStored(text, collection, record.id);
     } else records.push(...docRecords);
   }
+  ctx.onUnitWritten?.({
+    path: prepared.unit.path,
+    documents: prepared.docs
+      .filter((d) => d.chunks.length > 0)
+      .map((d) => ({ uri: d.doc.uri, chunks: d.chunks.length })),
+    replaced: prepared.replaces,
+    warnings: prepared.warnings,
+  });
   const written = prepared.docs.filter((d) => d.chunks.length > 0);
   summary.documents += written.length;
   summary.chunks += written.reduce((n, d) => n + d.chunks.length, 0);

@@ -9,7 +9,7 @@ import { blockRows, emptyList, type PostingList } from "../retrieve/postings.js"
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /** SQLite page cache per connection, in KiB (see {@link openDatabase}). */
 const CACHE_KIB = 131_072;
@@ -135,6 +135,54 @@ CREATE TABLE IF NOT EXISTS vec_records (
   payload TEXT NOT NULL,
   UNIQUE (collection, id)
 );
+-- Durable ingest jobs of the HTTP API (see store/jobs.ts).
+CREATE TABLE IF NOT EXISTS ingest_jobs (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  kb TEXT NOT NULL,
+  internal_kb TEXT NOT NULL,
+  options TEXT NOT NULL,
+  dir TEXT NOT NULL,
+  status TEXT NOT NULL,
+  done INTEGER NOT NULL DEFAULT 0,
+  current TEXT,
+  started_at TEXT,
+  finished_at TEXT,
+  error TEXT,
+  summary TEXT,
+  seq INTEGER NOT NULL DEFAULT 0,
+  elapsed_ms INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ingest_jobs_tenant ON ingest_jobs (tenant);
+CREATE INDEX IF NOT EXISTS ingest_jobs_active ON ingest_jobs (status) WHERE status IN ('queued', 'running');
+CREATE TABLE IF NOT EXISTS ingest_job_files (
+  job_id TEXT NOT NULL REFERENCES ingest_jobs (id) ON DELETE CASCADE,
+  n INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  stored_path TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  mimetype TEXT,
+  state TEXT NOT NULL DEFAULT 'pending',
+  prior TEXT,
+  result TEXT,
+  PRIMARY KEY (job_id, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ingest_job_docs (
+  job_id TEXT NOT NULL REFERENCES ingest_jobs (id) ON DELETE CASCADE,
+  n INTEGER NOT NULL,
+  uri TEXT NOT NULL,
+  chunks INTEGER NOT NULL,
+  warnings TEXT NOT NULL,
+  PRIMARY KEY (job_id, n, uri)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ingest_job_events (
+  job_id TEXT NOT NULL REFERENCES ingest_jobs (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  state TEXT NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
 `;
 
 // Per-KB corpus statistics kept by triggers, so they commit (or roll back) with the rows
@@ -275,7 +323,11 @@ export function openDatabase(dataDir: string): Db {
  * Schema 4 → 5: `embedding_cache.ref_collection`/`ref_id`, an entry that points at the
  * embedded store's copy of a vector instead of holding a second one. Schema 5 → 6: the
  * keyword index becomes segmented (`kw_seg_blocks`, `kw_seg_terms`, `kw_segments`): the
- * existing lists become each KB's first segment.
+ * existing lists become each KB's first segment. Schema 6 → 7: the durable ingest jobs of
+ * `kl serve` (`ingest_jobs`, `ingest_job_files`, `ingest_job_docs`, `ingest_job_events`, see
+ * `store/jobs.ts`), created empty by the schema's `CREATE TABLE IF NOT EXISTS`: an older
+ * server kept its jobs in memory, so there are none to carry over (its leftover uploads
+ * belong to no job and are removed when the server starts).
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
