@@ -50,7 +50,13 @@ export {
 } from "./extract/index.js";
 export type { IngestProgress, IngestSummary } from "./ingest/pipeline.js";
 export {
+  type JobEventRecord,
+  type JobRecord,
+  type JobState,
+  type JobStatus,
+  type JobSummary,
   KnowledgeLayer,
+  type NewJob,
   type SearchOptions,
   type SearchResponse,
   type SearchResult,

@@ -64,7 +64,11 @@ describeUnless(
       const found = new Set(r.results.map((x) => x.chunkId));
       const want = all.filter((c) => {
         const a = { source: attribute(c) };
-        return sentBy(a, gnome) && dated(a, "2002-07-15", "2002-07-18") && /(?<![\p{L}\p{N}_])windows(?![\p{L}\p{N}_])/iu.test(c.text);
+        return (
+          sentBy(a, gnome) &&
+          dated(a, "2002-07-15", "2002-07-18") &&
+          /(?<![\p{L}\p{N}_])windows(?![\p{L}\p{N}_])/iu.test(c.text)
+        );
       });
       expect(want.length).toBeGreaterThan(10);
       for (const c of want) expect(found.has(c.id), `chunk ${c.id} of ${c.document.uri}`).toBe(true);
