@@ -14,7 +14,7 @@ import {
   withUserMetadata,
 } from "../src/ingest/pipeline.js";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
-import type { Filter } from "../src/retrieve/filter.js";
+import { checkStoreFilter, type Filter, FilterError, parseFilter } from "../src/retrieve/filter.js";
 import { tempDir } from "./helpers.js";
 
 const tmp = tempDir();
@@ -241,6 +241,17 @@ describe("fields filters read", () => {
     expect(await names({ seo: "Big launch" })).toEqual([]);
     expect(await names({ owner: "Ann" })).toEqual([]);
     expect(await names({ seo: { $exists: true } })).toEqual([]);
+  });
+
+  it("takes dotted names only as whole paths; vector-store payload filters refuse them", () => {
+    expect(() => parseFilter({ "seo.title": "x", "a.0.b": 1 })).not.toThrow();
+    for (const bad of ["a..b", ".a", "a.", "1a.b", "a b"])
+      expect(() => parseFilter({ [bad]: 1 }), bad).toThrow(/invalid field name/);
+    const support = { kinds: new Set(["eq"] as const) };
+    expect(() => checkStoreFilter(parseFilter({ "seo.title": "x" }), "qdrant", support)).toThrow(
+      new FilterError('filter["seo.title"]: nested field names are not supported by the qdrant store'),
+    );
+    expect(() => checkStoreFilter(parseFilter({ title: "x" }), "qdrant", support)).not.toThrow();
   });
 
   it("keeps a front matter date alone as YYYY-MM-DD, equal to what was written and in range", async () => {
