@@ -1016,7 +1016,11 @@ docs
             );
           }
           preview();
-          if (!(await confirm(`remove these ${targets.length} documents from ${scope}? [y/N] `))) {
+          if (
+            !(await confirm(
+              `remove ${targets.length === 1 ? "this document" : `these ${targets.length} documents`} from ${scope}? [y/N] `,
+            ))
+          ) {
             console.log("nothing removed");
             return;
           }
