@@ -3,7 +3,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
-import { createApiKey } from "../src/server/tenancy.js";
+import { createApiKey } from "../src/store/api-keys.js";
 import { tempDir } from "./helpers.js";
 import {
   client,

@@ -332,7 +332,7 @@ export class JobManager {
         job.current = file.name;
         this.emit(job, "progress");
         // Looked up per file: a KB deleted meanwhile stops the job.
-        const kb = this.kl.catalog.getKb(job.internalKb);
+        const kb = this.kl.findKb(job.internalKb);
         if (!kb) {
           job.summary = { ...summary, durationMs: Date.now() - started };
           await this.finish(
