@@ -112,14 +112,14 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
 export class ConversationMemory {
   /** The embedder turns and queries are embedded with. */
   readonly embedder: Embedder;
-  private readonly store: MemoryStore;
+  private readonly turns: MemoryStore;
 
   /**
    * Opens the data directory's memory store (creating its tables if needed).
    * @throws KnowledgeLayerError for an unknown `kb`; ConfigError for an invalid `embedding`.
    */
   constructor(kl: KnowledgeLayer, options: ConversationMemoryOptions = {}) {
-    this.store = kl.memories;
+    this.turns = kl.memories;
     if (options.embedder) this.embedder = options.embedder;
     else if (options.embedding) {
       const base = kl.getKb(options.kb ?? DEFAULT_KB).config;
@@ -146,7 +146,7 @@ export class ConversationMemory {
     const text = memoryText(input.user, input.assistant);
     const [vector] = await this.embedder.embedTexts([text]);
     if (!vector) throw new KnowledgeLayerError(`remember: ${this.modelName()} returned no vector`);
-    return this.store.insert(
+    return this.turns.insert(
       {
         sessionId: input.sessionId,
         threadId: input.threadId,
@@ -178,7 +178,7 @@ export class ConversationMemory {
     const threshold = options.threshold ?? DEFAULT_MEMORY_THRESHOLD;
     checkTopK("recall: topK", topK);
     checkThreshold("recall: threshold", threshold);
-    const rows = this.store.list(options.sessionId, { exceptThread: options.threadId });
+    const rows = this.turns.list(options.sessionId, { exceptThread: options.threadId });
     if (rows.length === 0) return [];
     const queryVector = await this.embedder.embedQuery(options.query);
     const vectors = await this.vectorsOf(rows, queryVector.length);
@@ -199,7 +199,7 @@ export class ConversationMemory {
    */
   list(filter: { sessionId: string; threadId?: string }): Memory[] {
     checkId("sessionId", filter.sessionId);
-    return this.store.list(filter.sessionId, { threadId: filter.threadId });
+    return this.turns.list(filter.sessionId, { threadId: filter.threadId });
   }
 
   /**
@@ -210,7 +210,7 @@ export class ConversationMemory {
   forget(filter: { sessionId: string; threadId?: string }): number {
     checkId("sessionId", filter.sessionId);
     if (filter.threadId !== undefined) checkId("threadId", filter.threadId);
-    return this.store.forget(filter.sessionId, filter.threadId);
+    return this.turns.forget(filter.sessionId, filter.threadId);
   }
 
   /**
@@ -221,7 +221,7 @@ export class ConversationMemory {
    */
   forgetSessionsWithPrefix(prefix: string): number {
     checkId("prefix", prefix);
-    return this.store.forgetSessionsWithPrefix(prefix);
+    return this.turns.forgetSessionsWithPrefix(prefix);
   }
 
   /**
@@ -229,7 +229,7 @@ export class ConversationMemory {
    * have none or one of another length than the query vector.
    */
   private async vectorsOf(rows: Memory[], dimension: number): Promise<Float32Array[]> {
-    const out: (Float32Array | undefined)[] = this.store
+    const out: (Float32Array | undefined)[] = this.turns
       .vectors(
         rows.map((row) => row.id),
         this.model(),
@@ -242,7 +242,7 @@ export class ConversationMemory {
         out[i] = fresh[j] as Float32Array;
       });
       // A turn forgotten while it was embedded is skipped by the store.
-      this.store.storeVectors(
+      this.turns.storeVectors(
         missing.map(({ row, i }) => ({ id: row.id, vector: out[i] as Float32Array })),
         this.model(),
       );
