@@ -31,7 +31,7 @@ import {
 } from "./ingest/pipeline.js";
 import { createReranker, type Reranker } from "./rerank/index.js";
 import type { Attribution } from "./retrieve/attribution.js";
-import { Bm25Index } from "./retrieve/bm25.js";
+import type { Bm25Index } from "./retrieve/bm25.js";
 import { createLlmExpander } from "./retrieve/expansion.js";
 import { type Filter, type FilterScalar, parseFilter } from "./retrieve/filter.js";
 import {
@@ -43,14 +43,15 @@ import {
   retrieve,
 } from "./retrieve/search.js";
 import { redactText } from "./secrets.js";
-import { type Agent, AgentStore, type AttachmentRetrievalConfig } from "./store/agents.js";
-import { type ApiKeyInfo, ApiKeyStore, type NewApiKey } from "./store/api-keys.js";
-import { Catalog, type DocumentRecord, type KbCounts, type KbRecord } from "./store/catalog.js";
+import type { Agent, AttachmentRetrievalConfig } from "./store/agents.js";
+import type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
+import type { Catalog, DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
 import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
-import { MemoryStore } from "./store/memories.js";
+import type { MemoryStore } from "./store/memories.js";
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
+import { SqliteCatalogBackend } from "./store/sqlite-catalog.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { DocumentMetadata, ExtractedDocument } from "./types.js";
 
@@ -58,6 +59,7 @@ import type { DocumentMetadata, ExtractedDocument } from "./types.js";
 export type { Agent, Attachment, AttachmentRetrievalConfig } from "./store/agents.js";
 export type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
 export type { DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
+export type { CatalogBackend } from "./store/catalog-contract.js";
 export { collectionOf, describeStore } from "./store/index.js";
 export type { Memory, MemoryModel, MemoryStore } from "./store/memories.js";
 
@@ -259,9 +261,11 @@ export class KnowledgeLayer {
   private readonly stores = new Map<string, Promise<VectorStore>>();
   /** The BM25 keyword index. Internal, like {@link catalog}. */
   readonly bm25: Bm25Index;
-  private apiKeyStore?: ApiKeyStore;
-  private agentStore?: AgentStore;
-  private memoryStore?: MemoryStore;
+  /**
+   * The catalog behind the contract of `store/catalog-contract.ts` (the embedded SQLite
+   * database today). The facade's asynchronous operations go through it.
+   */
+  private readonly backend: SqliteCatalogBackend;
   private readonly embedders = new Map<string, CachedEmbedder>();
   private readonly rerankers = new Map<string, Reranker>();
   private readonly expanders = new Map<string, QueryExpander>();
@@ -276,9 +280,10 @@ export class KnowledgeLayer {
     readonly offThread = false,
     private readonly cacheScope?: (kb: string) => string,
   ) {
-    this.catalog = new Catalog(db);
+    this.backend = new SqliteCatalogBackend(db);
+    this.catalog = this.backend.catalog;
     this.store = new SqliteVectorStore(db);
-    this.bm25 = new Bm25Index(db);
+    this.bm25 = this.backend.bm25;
   }
 
   /**
@@ -466,7 +471,7 @@ export class KnowledgeLayer {
     if (!kb) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
     const collection = collectionOf(kb.config);
     if (kb.config.vectorStore.type === "sqlite") {
-      const agents = this.agents();
+      const agents = this.backend.agentRows();
       this.db
         .transaction(() => {
           this.store.dropCollectionSync(collection);
@@ -490,7 +495,7 @@ export class KnowledgeLayer {
       }
       warning = `collection "${collection}" was left on ${describeStore(kb.config.vectorStore)}: ${(err as Error).message}`;
     }
-    const agents = this.agents();
+    const agents = this.backend.agentRows();
     this.db
       .transaction(() => {
         this.catalog.deleteKb(name);
@@ -717,31 +722,31 @@ export class KnowledgeLayer {
    * matching chunk (as {@link listDocuments}).
    * @throws FilterError for a malformed filter.
    */
-  countDocuments(options: { kb?: string; filter?: Filter } = {}): number {
+  async countDocuments(options: { kb?: string; filter?: Filter } = {}): Promise<number> {
     const filter = options.filter === undefined ? undefined : parseFilter(options.filter);
-    return this.catalog.countDocuments(options.kb, filter);
+    return this.backend.documents.count(options.kb, filter);
   }
 
   /**
    * A document by id with its metadata; undefined when there is none (or, with `kb`,
    * when it belongs to another KB).
    */
-  getDocument(id: number, options: { kb?: string } = {}): DocumentDetails | undefined {
+  async getDocument(id: number, options: { kb?: string } = {}): Promise<DocumentDetails | undefined> {
     if (!Number.isSafeInteger(id)) return undefined;
-    const doc = this.catalog.documentById(id);
+    const doc = await this.backend.documents.byId(id);
     if (!doc || (options.kb !== undefined && doc.kb !== options.kb)) return undefined;
     return doc;
   }
 
   /** A document of a KB by its URI, with its metadata, or undefined. */
-  getDocumentByUri(kb: string, uri: string): DocumentDetails | undefined {
-    const doc = this.catalog.getDocument(kb, uri);
-    return doc && this.catalog.documentById(doc.id);
+  async getDocumentByUri(kb: string, uri: string): Promise<DocumentDetails | undefined> {
+    const doc = await this.backend.documents.byUri(kb, uri);
+    return doc && this.backend.documents.byId(doc.id);
   }
 
   /** The documents of a KB whose source path is `path` (a mailbox or a Slack export yields several). */
-  documentsAtPath(kb: string, path: string): DocumentRecord[] {
-    return this.catalog.documentsByPath(kb, path);
+  documentsAtPath(kb: string, path: string): Promise<DocumentRecord[]> {
+    return this.backend.documents.atPath(kb, path);
   }
 
   /**
@@ -753,8 +758,8 @@ export class KnowledgeLayer {
   }
 
   /** The extracted text of a document (the text chunk offsets refer to); empty for an unknown id. */
-  documentText(id: number): string {
-    return this.catalog.documentText(id);
+  documentText(id: number): Promise<string> {
+    return this.backend.documents.text(id);
   }
 
   /**
@@ -783,69 +788,57 @@ export class KnowledgeLayer {
   }
 
   /**
-   * Checks that the data directory's database answers (a health check).
+   * Resolves when the data directory's database answers (a health check).
    * @throws when it does not (closed, unreadable).
    */
-  checkHealth(): void {
-    this.catalog.ping();
+  checkHealth(): Promise<void> {
+    return this.backend.ping();
   }
 
   // ---- API keys of the HTTP API (tenants) ----
-
-  /** API keys, their table created on first use. */
-  private apiKeys(): ApiKeyStore {
-    this.apiKeyStore ??= new ApiKeyStore(this.db);
-    return this.apiKeyStore;
-  }
 
   /**
    * Creates an API key for `tenant` (`kl apikey create`). The key itself is returned
    * only here: the database keeps its SHA-256.
    * @throws KnowledgeLayerError for an invalid tenant name.
    */
-  createApiKey(tenant: string, label?: string): NewApiKey {
-    return this.apiKeys().create(tenant, label);
+  createApiKey(tenant: string, label?: string): Promise<NewApiKey> {
+    return this.backend.apiKeys.create(tenant, label);
   }
 
   /** API keys (all, or one tenant's), oldest first, never the keys themselves. */
-  listApiKeys(tenant?: string): ApiKeyInfo[] {
-    return this.apiKeys().list(tenant);
+  listApiKeys(tenant?: string): Promise<ApiKeyInfo[]> {
+    return this.backend.apiKeys.list(tenant);
   }
 
   /** Deletes an API key by id; true when it existed. */
-  revokeApiKey(id: string): boolean {
-    return this.apiKeys().revoke(id);
+  revokeApiKey(id: string): Promise<boolean> {
+    return this.backend.apiKeys.revoke(id);
   }
 
   /** The tenant an API key belongs to, or undefined when the key is unknown. */
-  tenantOfApiKey(key: string): string | undefined {
-    return this.apiKeys().tenantOf(key);
+  tenantOfApiKey(key: string): Promise<string | undefined> {
+    return this.backend.apiKeys.tenantOf(key);
   }
 
   // ---- agents: retrieval profiles of a tenant with attached KBs ----
-
-  /** Agents, their tables created (or migrated) on first use. */
-  private agents(): AgentStore {
-    this.agentStore ??= new AgentStore(this.db);
-    return this.agentStore;
-  }
 
   /**
    * Creates an agent of `tenant` with its attachments (catalog KB names), in one transaction.
    * @throws ConflictError (field `name`) when the tenant has an agent of that name.
    */
-  createAgent(tenant: string, input: AgentInput): Agent {
-    return this.agents().create(tenant, input);
+  createAgent(tenant: string, input: AgentInput): Promise<Agent> {
+    return this.backend.agents.create(tenant, input);
   }
 
   /** The tenant's agents, by name. */
-  listAgents(tenant: string): Agent[] {
-    return this.agents().list(tenant);
+  listAgents(tenant: string): Promise<Agent[]> {
+    return this.backend.agents.list(tenant);
   }
 
   /** One of the tenant's agents, or undefined (also when it is another tenant's). */
-  getAgent(tenant: string, id: string): Agent | undefined {
-    return this.agents().get(tenant, id);
+  getAgent(tenant: string, id: string): Promise<Agent | undefined> {
+    return this.backend.agents.get(tenant, id);
   }
 
   /**
@@ -856,39 +849,44 @@ export class KnowledgeLayer {
     tenant: string,
     id: string,
     patch: { name?: string; description?: string | null; topK?: number; inlineLimit?: number },
-  ): Agent {
-    return this.agents().update(tenant, id, patch);
+  ): Promise<Agent> {
+    return this.backend.agents.update(tenant, id, patch);
   }
 
   /** Deletes an agent and its attachments; false when the tenant has no such agent. */
-  deleteAgent(tenant: string, id: string): boolean {
-    return this.agents().delete(tenant, id);
+  deleteAgent(tenant: string, id: string): Promise<boolean> {
+    return this.backend.agents.delete(tenant, id);
   }
 
   /**
    * Attaches a KB (catalog name) to an agent, or replaces the attachment's settings.
    * @throws NotFoundError for an unknown agent or KB.
    */
-  attachKb(tenant: string, agentId: string, kb: string, config: AttachmentRetrievalConfig = {}): Agent {
-    if (!this.catalog.getKb(kb)) throw new NotFoundError(`knowledge base "${kb}" not found`);
-    return this.agents().setAttachment(tenant, agentId, kb, config);
+  async attachKb(
+    tenant: string,
+    agentId: string,
+    kb: string,
+    config: AttachmentRetrievalConfig = {},
+  ): Promise<Agent> {
+    if (!(await this.backend.kbs.get(kb))) throw new NotFoundError(`knowledge base "${kb}" not found`);
+    return this.backend.agents.setAttachment(tenant, agentId, kb, config);
   }
 
   /**
    * Detaches a KB (catalog name) from an agent.
    * @throws NotFoundError for an unknown agent or a KB that is not attached.
    */
-  detachKb(tenant: string, agentId: string, kb: string): Agent {
-    return this.agents().detach(tenant, agentId, kb);
+  detachKb(tenant: string, agentId: string, kb: string): Promise<Agent> {
+    return this.backend.agents.detach(tenant, agentId, kb);
   }
 
   /**
-   * The store of conversation memories (`agent/memory.ts` builds recall on it), its
-   * tables created on first use.
+   * The conversation-memory rows (`agent/memory.ts` builds recall on them), their tables
+   * created on first use. Synchronous, SQLite-bound: `ConversationMemory`'s `list` and
+   * `forget` are synchronous (the contract's asynchronous form is `CatalogBackend.memories`).
    */
   get memories(): MemoryStore {
-    this.memoryStore ??= new MemoryStore(this.db);
-    return this.memoryStore;
+    return this.backend.memoryRows();
   }
 
   /** Ingests files and folders into a KB (see `ingest/pipeline.ts`). */

@@ -868,8 +868,8 @@ docs
   .description("show a document: source, metadata, chunk count")
   .option("--json", "print JSON")
   .action(async (id: number, o, command: Command) => {
-    await withKl(command, (kl) => {
-      const doc = kl.getDocument(id);
+    await withKl(command, async (kl) => {
+      const doc = await kl.getDocument(id);
       if (!doc) throw new KnowledgeLayerError(`no document with id ${id}`);
       if (o.json) console.log(JSON.stringify(doc, null, 2));
       else {
@@ -904,11 +904,9 @@ docs
       if (o.kb !== undefined) kl.getKb(o.kb);
       const targets = filter
         ? kl.listDocuments({ kb: o.kb, filter })
-        : wanted
-            .map((id) => kl.getDocument(id))
-            .filter(
-              (d): d is NonNullable<typeof d> => d !== undefined && (o.kb === undefined || d.kb === o.kb),
-            );
+        : (await Promise.all(wanted.map((id) => kl.getDocument(id, { kb: o.kb })))).filter(
+            (d): d is NonNullable<typeof d> => d !== undefined,
+          );
       const byKb = new Map<string, number[]>();
       for (const d of targets) byKb.set(d.kb, [...(byKb.get(d.kb) ?? []), d.id]);
       let removed = 0;

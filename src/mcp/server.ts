@@ -169,8 +169,8 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
     (args) =>
       guarded("get_document", async () => {
         const kbName = kl.getKb(args.kb ?? DEFAULT_KB).name;
-        const doc = findDocument(kl, kbName, args.uri);
-        const full = kl.documentText(doc.id);
+        const doc = await findDocument(kl, kbName, args.uri);
+        const full = await kl.documentText(doc.id);
         // Never splits a surrogate pair, and every page before the end holds at least one character.
         const {
           start: offset,
@@ -338,12 +338,12 @@ function ingestStructured(s: IngestSummary, path: string): Record<string, unknow
  * A document of a KB by URI, else by source path when that path yields exactly one document.
  * @throws KnowledgeLayerError naming the KB when there is none (or several, listing their URIs).
  */
-function findDocument(kl: KnowledgeLayer, kb: string, uri: string): DocumentDetails {
-  const doc = kl.getDocumentByUri(kb, uri);
+async function findDocument(kl: KnowledgeLayer, kb: string, uri: string): Promise<DocumentDetails> {
+  const doc = await kl.getDocumentByUri(kb, uri);
   if (doc) return doc;
-  const byPath = kl.documentsAtPath(kb, uri);
+  const byPath = await kl.documentsAtPath(kb, uri);
   const [single] = byPath;
-  const only = byPath.length === 1 && single ? kl.getDocument(single.id) : undefined;
+  const only = byPath.length === 1 && single ? await kl.getDocument(single.id) : undefined;
   if (only) return only;
   if (byPath.length > 1) {
     const uris = byPath.slice(0, 10).map((d) => d.uri);

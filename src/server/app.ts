@@ -237,7 +237,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   // ---- public ----
 
   app.get("/health", { schema: schemas.health, config: { public: true } }, async () => {
-    kl.checkHealth();
+    await kl.checkHealth();
     return { status: "ok", version: VERSION };
   });
 
@@ -403,7 +403,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       // A malformed filter is a 400 naming its position (`where.date.$gte: …`).
       if (where !== undefined) parseFilterJson(where, "where");
       const filter = where === undefined ? undefined : tenantFilter(tenant, JSON.parse(where) as Filter);
-      return { ...listDocuments(kl, kb.name, limit, offset, filter), limit, offset };
+      return { ...(await listDocuments(kl, kb.name, limit, offset, filter)), limit, offset };
     },
   );
 
@@ -412,7 +412,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.getDocument },
     async (request) => {
       const kb = requireKb(request.tenant, request.params.kb);
-      const doc = getDocument(kl, kb.name, Number(request.params.id));
+      const doc = await getDocument(kl, kb.name, Number(request.params.id));
       if (!doc)
         throw new HttpError(
           404,
@@ -513,36 +513,36 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
         parseFilter(a.retrievalConfig.filter, `kbs.${i}.retrievalConfig.filter`);
       return { kb: resolveAttachment(tenant, a.kb, `kbs.${i}.kb`), retrievalConfig: a.retrievalConfig ?? {} };
     });
-    const agent = kl.createAgent(tenant, { ...body, kbs });
+    const agent = await kl.createAgent(tenant, { ...body, kbs });
     return reply.code(201).header("location", `/agents/${agent.id}`).send(agentView(tenant, agent));
   });
 
   app.get("/agents", { schema: schemas.listAgents }, async (request) => ({
-    agents: kl.listAgents(request.tenant).map((a) => agentView(request.tenant, a)),
+    agents: (await kl.listAgents(request.tenant)).map((a) => agentView(request.tenant, a)),
   }));
 
-  const requireAgent = (tenant: string, id: string): Agent => {
-    const agent = kl.getAgent(tenant, id);
+  const requireAgent = async (tenant: string, id: string): Promise<Agent> => {
+    const agent = await kl.getAgent(tenant, id);
     if (!agent) throw new HttpError(404, `agent "${id}" not found`);
     return agent;
   };
 
   app.get<{ Params: { id: string } }>("/agents/:id", { schema: schemas.getAgent }, async (request) =>
-    agentView(request.tenant, requireAgent(request.tenant, request.params.id)),
+    agentView(request.tenant, await requireAgent(request.tenant, request.params.id)),
   );
 
   app.patch<{
     Params: { id: string };
     Body: { name?: string; description?: string | null; topK?: number; inlineLimit?: number };
   }>("/agents/:id", { schema: schemas.updateAgent }, async (request) =>
-    agentView(request.tenant, kl.updateAgent(request.tenant, request.params.id, request.body)),
+    agentView(request.tenant, await kl.updateAgent(request.tenant, request.params.id, request.body)),
   );
 
   app.delete<{ Params: { id: string } }>(
     "/agents/:id",
     { schema: schemas.deleteAgent },
     async (request, reply) => {
-      if (!kl.deleteAgent(request.tenant, request.params.id))
+      if (!(await kl.deleteAgent(request.tenant, request.params.id)))
         throw new HttpError(404, `agent "${request.params.id}" not found`);
       conversations.forgetAgent(request.tenant, request.params.id);
       return reply.code(204).send();
@@ -554,11 +554,11 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     Body: { retrievalConfig?: AttachmentRetrievalConfig } | undefined;
   }>("/agents/:id/kbs/:kb", { schema: schemas.attachKb }, async (request) => {
     const { tenant } = request;
-    requireAgent(tenant, request.params.id);
+    await requireAgent(tenant, request.params.id);
     const internal = resolveAttachment(tenant, request.params.kb);
     if (request.body?.retrievalConfig?.filter !== undefined)
       parseFilter(request.body.retrievalConfig.filter, "retrievalConfig.filter");
-    const agent = kl.attachKb(tenant, request.params.id, internal, request.body?.retrievalConfig ?? {});
+    const agent = await kl.attachKb(tenant, request.params.id, internal, request.body?.retrievalConfig ?? {});
     return agentView(tenant, agent);
   });
 
@@ -567,14 +567,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.detachKb },
     async (request) => {
       const { tenant } = request;
-      requireAgent(tenant, request.params.id);
+      await requireAgent(tenant, request.params.id);
       if (kbNameProblem(tenant, request.params.kb))
         throw new HttpError(
           404,
           `knowledge base "${request.params.kb}" is not attached to agent "${request.params.id}"`,
         );
       const internal = internalKbName(tenant, request.params.kb);
-      return agentView(tenant, kl.detachKb(tenant, request.params.id, internal));
+      return agentView(tenant, await kl.detachKb(tenant, request.params.id, internal));
     },
   );
 
@@ -583,7 +583,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.retrieve },
     async (request) => {
       const { tenant } = request;
-      const agent = requireAgent(tenant, request.params.id);
+      const agent = await requireAgent(tenant, request.params.id);
       const attached = agent.kbs.filter((a) => kl.findKb(a.kb));
       const topK = request.body.topK ?? agent.topK;
       if (attached.length === 0) {
@@ -638,7 +638,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.attachToAgent },
     async (request, reply) => {
       const { tenant } = request;
-      const agent = requireAgent(tenant, request.params.id);
+      const agent = await requireAgent(tenant, request.params.id);
       if (!request.isMultipart()) {
         throw new HttpError(415, "upload the file as multipart/form-data (one file part)");
       }
@@ -752,7 +752,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/agents/:id/turns",
     { schema: schemas.rememberTurn },
     async (request, reply) => {
-      const agent = requireAgent(request.tenant, request.params.id);
+      const agent = await requireAgent(request.tenant, request.params.id);
       const memory = await conversations.remember(request.tenant, agent, request.body);
       return reply.code(201).send(memory);
     },
@@ -762,7 +762,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/agents/:id/sessions/:sessionId",
     { schema: schemas.forgetSession },
     async (request) => {
-      const agent = requireAgent(request.tenant, request.params.id);
+      const agent = await requireAgent(request.tenant, request.params.id);
       const { sessionId } = request.params;
       const { threadId } = request.query;
       const deleted = conversations.forget(request.tenant, agent, sessionId, threadId);
@@ -774,7 +774,11 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/agents/:id/context",
     { schema: schemas.context },
     async (request) =>
-      conversations.context(request.tenant, requireAgent(request.tenant, request.params.id), request.body),
+      conversations.context(
+        request.tenant,
+        await requireAgent(request.tenant, request.params.id),
+        request.body,
+      ),
   );
 
   // ---- search ----

@@ -40,26 +40,26 @@ function toView(d: DocumentRecord): DocumentView {
  * (the KB's, or with a filter those with a matching chunk).
  * @throws FilterError for a malformed filter.
  */
-export function listDocuments(
+export async function listDocuments(
   kl: KnowledgeLayer,
   kb: string,
   limit: number,
   offset: number,
   filter?: Filter,
-): { documents: DocumentView[]; total: number } {
+): Promise<{ documents: DocumentView[]; total: number }> {
   const documents = kl.listDocuments({ kb, filter, limit, offset }).map(toView);
-  return { documents, total: kl.countDocuments({ kb, filter }) };
+  return { documents, total: await kl.countDocuments({ kb, filter }) };
 }
 
 /** One document of a KB with its metadata and extracted text, or undefined when the KB has no such id. */
-export function getDocument(
+export async function getDocument(
   kl: KnowledgeLayer,
   kb: string,
   id: number,
-): (DocumentView & { metadata: Record<string, unknown>; text: string }) | undefined {
-  const doc = kl.getDocument(id, { kb });
+): Promise<(DocumentView & { metadata: Record<string, unknown>; text: string }) | undefined> {
+  const doc = await kl.getDocument(id, { kb });
   if (!doc) return undefined;
-  return { ...toView(doc), metadata: doc.metadata, text: kl.documentText(doc.id) };
+  return { ...toView(doc), metadata: doc.metadata, text: await kl.documentText(doc.id) };
 }
 
 /** Ids of a KB's documents that came from source `path` (an upload and its child documents). */

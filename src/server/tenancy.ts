@@ -82,7 +82,7 @@ export function installAuth(app: FastifyInstance, kl: KnowledgeLayer): void {
     const deny = (error: string) =>
       reply.code(401).header("www-authenticate", 'Bearer realm="knowledge-layer"').send({ error });
     if (!match?.[1]) return deny("missing API key: send Authorization: Bearer <key>");
-    const tenant = kl.tenantOfApiKey(match[1]);
+    const tenant = await kl.tenantOfApiKey(match[1]);
     if (!tenant) return deny("invalid API key");
     request.tenant = tenant;
   });
