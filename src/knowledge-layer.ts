@@ -43,7 +43,7 @@ import {
   retrieve,
 } from "./retrieve/search.js";
 import { redactText } from "./secrets.js";
-import type { Agent, AttachmentRetrievalConfig } from "./store/agents.js";
+import type { Agent, AgentInput, AgentPatch, AttachmentRetrievalConfig } from "./store/agents.js";
 import type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
 import type { Catalog, DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
 import type { VectorStore } from "./store/contract.js";
@@ -56,7 +56,7 @@ import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { DocumentMetadata, ExtractedDocument } from "./types.js";
 
 // The types (and pure config helpers) adapters need, so they never import from `store/`.
-export type { Agent, Attachment, AttachmentRetrievalConfig } from "./store/agents.js";
+export type { Agent, AgentInput, AgentPatch, Attachment, AttachmentRetrievalConfig } from "./store/agents.js";
 export type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
 export type { DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
 export type { CatalogBackend } from "./store/catalog-contract.js";
@@ -72,18 +72,6 @@ export interface KbUpdate {
   retrieval?: Partial<KnowledgeBaseConfig["retrieval"]>;
   /** Extraction settings laid over the current ones, section by section and key by key. */
   extraction?: DeepPartial<ExtractOptions>;
-}
-
-/** Input of {@link KnowledgeLayer.createAgent}. */
-export interface AgentInput {
-  name: string;
-  description?: string;
-  /** Results a retrieval returns when the request gives no `topK` (default 5). */
-  topK?: number;
-  /** Largest attachment text, in characters, answered inline (default 3,000). */
-  inlineLimit?: number;
-  /** KBs (catalog names) to attach, each with its retrieval settings. */
-  kbs?: { kb: string; retrievalConfig?: AttachmentRetrievalConfig }[];
 }
 
 /** Options for {@link KnowledgeLayer.search}. Unset fields come from each KB's retrieval config. */
@@ -845,11 +833,7 @@ export class KnowledgeLayer {
    * Changes an agent's name, description, default topK or inline limit (`null` clears the description).
    * @throws NotFoundError for an unknown agent; ConflictError for a name another agent of the tenant has.
    */
-  updateAgent(
-    tenant: string,
-    id: string,
-    patch: { name?: string; description?: string | null; topK?: number; inlineLimit?: number },
-  ): Promise<Agent> {
+  updateAgent(tenant: string, id: string, patch: AgentPatch): Promise<Agent> {
     return this.backend.agents.update(tenant, id, patch);
   }
 

@@ -55,6 +55,26 @@ export interface Agent {
   updatedAt: string;
 }
 
+/** What a new agent is made of (see {@link AgentStore.create}). */
+export interface AgentInput {
+  name: string;
+  description?: string;
+  /** Results a retrieval returns when the request gives no `topK` (default 5). */
+  topK?: number;
+  /** Largest attachment text, in characters, answered inline (default 3,000). */
+  inlineLimit?: number;
+  /** KBs (catalog names) to attach, each with its retrieval settings. */
+  kbs?: { kb: string; retrievalConfig?: AttachmentRetrievalConfig }[];
+}
+
+/** The changeable fields of an agent (`description: null` clears it). */
+export interface AgentPatch {
+  name?: string;
+  description?: string | null;
+  topK?: number;
+  inlineLimit?: number;
+}
+
 /** Default `topK` of a new agent. */
 export const DEFAULT_AGENT_TOP_K = 5;
 
@@ -106,16 +126,7 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
    * Creates an agent with its attachments in one transaction.
    * @throws ConflictError (field `name`) when the tenant already has an agent of that name.
    */
-  create(
-    tenant: string,
-    input: {
-      name: string;
-      description?: string;
-      topK?: number;
-      inlineLimit?: number;
-      kbs?: { kb: string; retrievalConfig?: AttachmentRetrievalConfig }[];
-    },
-  ): Agent {
+  create(tenant: string, input: AgentInput): Agent {
     const id = `agt_${randomUUID().replace(/-/g, "").slice(0, 20)}`;
     const now = new Date().toISOString();
     this.db
@@ -161,11 +172,7 @@ CREATE INDEX IF NOT EXISTS server_agent_kbs_kb ON server_agent_kbs (kb);
    * Updates an agent's name, description, default topK or inline limit (`null` clears the description).
    * @throws NotFoundError for an unknown agent; ConflictError for a name another agent of the tenant has.
    */
-  update(
-    tenant: string,
-    id: string,
-    patch: { name?: string; description?: string | null; topK?: number; inlineLimit?: number },
-  ): Agent {
+  update(tenant: string, id: string, patch: AgentPatch): Agent {
     this.db
       .transaction(() => {
         const agent = this.require(tenant, id);

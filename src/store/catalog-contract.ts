@@ -17,9 +17,16 @@ import type { Bm25Hit, Bm25Params, FieldLengths } from "../retrieve/bm25.js";
 import type { FilterNode } from "../retrieve/filter.js";
 import type { Analyzer } from "../retrieve/tokenizer.js";
 import type { Chunk, DocumentMetadata } from "../types.js";
-import type { Agent, AttachmentRetrievalConfig } from "./agents.js";
+import type { Agent, AgentInput, AgentPatch, AttachmentRetrievalConfig } from "./agents.js";
 import type { ApiKeyInfo, NewApiKey } from "./api-keys.js";
-import type { DocumentRecord, FilteredChunks, KbCounts, KbRecord, StoredChunk } from "./catalog.js";
+import type {
+  DocumentRecord,
+  FilteredChunks,
+  KbCounts,
+  KbRecord,
+  NewDocument,
+  StoredChunk,
+} from "./catalog.js";
 import type { Memory, MemoryModel } from "./memories.js";
 
 /** Knowledge bases and their statistics. */
@@ -38,22 +45,6 @@ export interface KbCatalog {
   counts(name: string): Promise<KbCounts>;
   /** A version that changes whenever a document of the KB is added, replaced or removed. */
   dataVersion(name: string): Promise<string>;
-}
-
-/** A document row to store (see {@link DocumentCatalog.insert}). */
-export interface NewDocument {
-  kb: string;
-  uri: string;
-  path: string;
-  type: string;
-  title?: string;
-  contentHash: string;
-  pipelineHash: string;
-  embedded: boolean;
-  metadata: DocumentMetadata;
-  /** The extracted text (stored compressed when that is smaller). */
-  text: string;
-  chunkCount: number;
 }
 
 /** Documents of knowledge bases. */
@@ -155,26 +146,13 @@ export interface ApiKeyCatalog {
 /** Agents of tenants and their KB attachments; every read and write is within one tenant. */
 export interface AgentCatalog {
   /** Creates an agent with its attachments. @throws ConflictError (field `name`) for a taken name. */
-  create(
-    tenant: string,
-    input: {
-      name: string;
-      description?: string;
-      topK?: number;
-      inlineLimit?: number;
-      kbs?: { kb: string; retrievalConfig?: AttachmentRetrievalConfig }[];
-    },
-  ): Promise<Agent>;
+  create(tenant: string, input: AgentInput): Promise<Agent>;
   /** The tenant's agents, by name. */
   list(tenant: string): Promise<Agent[]>;
   /** One of the tenant's agents, or undefined (also another tenant's). */
   get(tenant: string, id: string): Promise<Agent | undefined>;
   /** Changes an agent. @throws NotFoundError for an unknown agent; ConflictError for a taken name. */
-  update(
-    tenant: string,
-    id: string,
-    patch: { name?: string; description?: string | null; topK?: number; inlineLimit?: number },
-  ): Promise<Agent>;
+  update(tenant: string, id: string, patch: AgentPatch): Promise<Agent>;
   /** Deletes an agent and its attachments; false when the tenant has none of that id. */
   delete(tenant: string, id: string): Promise<boolean>;
   /** Attaches a KB or replaces the attachment's settings. @throws NotFoundError for an unknown agent. */

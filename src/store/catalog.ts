@@ -48,6 +48,22 @@ export interface DocumentRecord {
   ingestedAt: string;
 }
 
+/** A document row to store (see {@link Catalog.insertDocument}). */
+export interface NewDocument {
+  kb: string;
+  uri: string;
+  path: string;
+  type: string;
+  title?: string;
+  contentHash: string;
+  pipelineHash: string;
+  embedded: boolean;
+  metadata: DocumentMetadata;
+  /** The extracted text (stored compressed when that is smaller). */
+  text: string;
+  chunkCount: number;
+}
+
 /** A stored chunk with its document's attribution fields, as search returns it. */
 export interface StoredChunk {
   id: number;
@@ -417,19 +433,7 @@ export class Catalog {
   }
 
   /** Inserts a document row; returns its id. Call inside a transaction. */
-  insertDocument(doc: {
-    kb: string;
-    uri: string;
-    path: string;
-    type: string;
-    title?: string;
-    contentHash: string;
-    pipelineHash: string;
-    embedded: boolean;
-    metadata: DocumentMetadata;
-    text: string;
-    chunkCount: number;
-  }): number {
+  insertDocument(doc: NewDocument): number {
     const result = this.prepare(
       `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
