@@ -49,7 +49,30 @@ import type { Catalog, DocumentRecord, KbCounts, KbRecord } from "./store/catalo
 import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
+import {
+  type JobEventRecord,
+  type JobIssue,
+  type JobRecord,
+  type JobStep,
+  JobStore,
+  type NewJob,
+} from "./store/jobs.js";
 import type { MemoryStore } from "./store/memories.js";
+
+export type {
+  JobEventRecord,
+  JobFileRecord,
+  JobFileResult,
+  JobIssue,
+  JobOptions,
+  JobRecord,
+  JobState,
+  JobStatus,
+  JobStep,
+  JobSummary,
+  NewJob,
+} from "./store/jobs.js";
+
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
 import { SqliteCatalogBackend } from "./store/sqlite-catalog.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
@@ -221,6 +244,13 @@ export interface IngestOptions {
   metadata?: Record<string, FilterScalar>;
   /** Tags added to every document's `tags` (front matter tags are kept); filter with `$contains`. */
   tags?: string[];
+  /**
+   * The stored ingest job and file (0-based) this ingest does (see {@link KnowledgeLayer.createJob}):
+   * the documents each source writes are recorded for it in the same transaction
+   * ({@link KnowledgeLayer.jobFileDocuments}), so a job resumed after a crash knows exactly
+   * what was committed.
+   */
+  job?: { id: string; file: number };
 }
 
 /**
@@ -257,6 +287,7 @@ export class KnowledgeLayer {
   private readonly embedders = new Map<string, CachedEmbedder>();
   private readonly rerankers = new Map<string, Reranker>();
   private readonly expanders = new Map<string, QueryExpander>();
+  private readonly jobs: JobStore;
 
   private constructor(
     readonly dataDir: string,
@@ -272,6 +303,7 @@ export class KnowledgeLayer {
     this.catalog = this.backend.catalog;
     this.store = new SqliteVectorStore(db);
     this.bm25 = this.backend.bm25;
+    this.jobs = new JobStore(db);
   }
 
   /**
@@ -892,6 +924,62 @@ export class KnowledgeLayer {
     return summary;
   }
 
+  // ---- durable ingest jobs (the HTTP API's uploads; see store/jobs.ts) ----
+
+  /** Stores a new `queued` ingest job with its uploaded files (one transaction); returns it. */
+  createJob(job: NewJob): JobRecord {
+    return this.jobs.create(job);
+  }
+
+  /** A stored ingest job by id, or undefined (never stored, or pruned). */
+  getJob(id: string): JobRecord | undefined {
+    return this.jobs.get(id);
+  }
+
+  /** A tenant's stored ingest jobs, newest first (files without `prior` and `result`; {@link getJob} has them). */
+  listJobs(tenant: string): JobRecord[] {
+    return this.jobs.list(tenant);
+  }
+
+  /** Ingest jobs queued or running (every tenant's), in submission order: what a starting server resumes. */
+  pendingJobs(): JobRecord[] {
+    return this.jobs.pending();
+  }
+
+  /** Ids of the ingest jobs queued or running on a KB (catalog name), in submission order. */
+  activeJobs(kb: string): string[] {
+    return this.jobs.active(kb);
+  }
+
+  /** An ingest job's stored events after event id `afterSeq` (0: all), in order. */
+  jobEvents(id: string, afterSeq = 0): JobEventRecord[] {
+    return this.jobs.events(id, afterSeq);
+  }
+
+  /**
+   * One step of an ingest job in one transaction: its new state, optionally a file's
+   * progress, and the event the step is. Returns the job as it now is and the event.
+   * @throws Error when the job is not stored.
+   */
+  advanceJob(id: string, step: JobStep): { job: JobRecord; event?: JobEventRecord } {
+    return this.jobs.advance(id, step);
+  }
+
+  /** Documents (uri, chunks, warnings) that ingests of file `file` of a job committed (see {@link IngestOptions.job}). */
+  jobFileDocuments(id: string, file: number): { uri: string; chunks: number; warnings: JobIssue[] }[] {
+    return this.jobs.documents(id, file);
+  }
+
+  /** Deletes a tenant's finished ingest jobs but the newest `keep`; returns how many went. */
+  pruneJobs(tenant: string, keep: number): number {
+    return this.jobs.prune(tenant, keep);
+  }
+
+  /** Tenants with stored ingest jobs. */
+  jobTenants(): string[] {
+    return this.jobs.tenants();
+  }
+
   /**
    * Brings the embedded store's approximate index up to date after an ingest, so
    * indexing is paid by the ingest rather than the next search. Best effort: a
@@ -1120,6 +1208,7 @@ export class KnowledgeLayer {
     checkUserMetadata(userMetadata);
     const kb = this.getKb(options.kb ?? DEFAULT_KB);
     const embed = options.embed ?? true;
+    const job = options.job;
     return {
       catalog: this.catalog,
       bm25: this.bm25,
@@ -1137,6 +1226,15 @@ export class KnowledgeLayer {
       onProgress: options.onProgress,
       signal: options.signal,
       userMetadata,
+      onUnitWritten: job
+        ? (unit) =>
+            this.jobs.recordDocuments(
+              job.id,
+              job.file,
+              unit.documents,
+              unit.warnings.map((w) => ({ file: w.path, reason: w.reason })),
+            )
+        : undefined,
     };
   }
 }

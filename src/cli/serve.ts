@@ -134,7 +134,7 @@ export function registerServeCommands(program: Command): void {
           if (stopping) process.exit(1);
           stopping = true;
           console.error(
-            `kl serve: ${signal}: stopping; running jobs end after their current file and queued ones are not started, both reported "interrupted" to clients following them (send ${signal} again to stop now)`,
+            `kl serve: ${signal}: stopping; a running ingest job stops after its current file and, like queued ones, resumes when kl serve starts again on this data directory (send ${signal} again to stop now; jobs resume after that too)`,
           );
           void app
             .close()

@@ -115,6 +115,26 @@ export interface IngestContext {
   signal?: AbortSignal;
   /** User metadata given at ingest, stored on every document of the run (see {@link withUserMetadata}). */
   userMetadata?: UserMetadata;
+  /**
+   * Called inside the transaction that writes a source's documents (a savepoint of the
+   * group's transaction with the embedded store), once per source written: what it writes
+   * to the same database commits or rolls back with the documents, so a record of what was
+   * ingested never disagrees with the KB (durable HTTP jobs use it). A throw rolls the
+   * source back and reports it as an error.
+   */
+  onUnitWritten?: (unit: WrittenUnit) => void;
+}
+
+/** A source as written by ingest (see {@link IngestContext.onUnitWritten}). */
+export interface WrittenUnit {
+  /** The source's path (an in-memory document's uri). */
+  path: string;
+  /** Its documents, with their chunk counts (documents without chunks are not stored). */
+  documents: { uri: string; chunks: number }[];
+  /** The source had documents before, which this write replaced. */
+  replaced: boolean;
+  /** Warnings of its documents (extraction, chunking fallback, stored without vectors). */
+  warnings: IngestIssue[];
 }
 
 /**
@@ -191,6 +211,8 @@ interface PreparedUnit {
   /** The unit had documents before this run. */
   replaces: boolean;
   docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
+  /** Warnings reported for the unit's documents (also in the run's summary). */
+  warnings: IngestIssue[];
   vectors?: (Float32Array | undefined)[];
   /**
    * Per chunk (as `vectors`): the vector is the embedder's for the chunk's text, so the
@@ -496,30 +518,38 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     }
     for (const p of pending) {
       if (embed && !embedNow) {
-        summary.warnings.push({
+        const warning = {
           path: p.unit.path,
           reason:
             "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
-        });
+        };
+        summary.warnings.push(warning);
+        p.warnings.push(warning);
       }
     }
     if (ctx.store instanceof SqliteVectorStore) {
-      // Embedded store: the group's sources commit together (one commit instead of one per
-      // source); each source is a savepoint, so one that fails rolls back alone.
+      // Embedded store: the group's sources commit together, in one transaction without a
+      // savepoint per source (a savepoint copies every page a source touches to a sub-journal
+      // first, which at 100k chunks was most of the bytes ingest wrote). Should a source fail
+      // to store, the group rolls back whole and its sources are written again one
+      // transaction each, so only the failing one is left out.
       const counts = { ...summary, errors: [...summary.errors] };
-      catalog.db
-        .transaction(() => {
-          for (const p of pending) {
-            try {
-              writeUnit(ctx, p, hash, embedNow, counts);
-            } catch (error) {
-              counts.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
-            }
+      try {
+        catalog.db
+          .transaction(() => {
+            for (const p of pending) writeUnitRows(ctx, p, hash, embedNow, counts);
+          })
+          .immediate();
+        Object.assign(summary, counts);
+      } catch {
+        for (const p of pending) {
+          try {
+            writeUnit(ctx, p, hash, embedNow, summary);
+          } catch (error) {
+            summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
           }
-        })
-        .immediate();
-      // Counted once the group has committed.
-      Object.assign(summary, counts);
+        }
+      }
     } else {
       for (const p of pending) {
         try {
@@ -551,16 +581,20 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     } else {
       try {
         const docs = await unit.load();
-        const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [] };
+        const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [], warnings: [] };
+        const warn = (issue: IngestIssue): void => {
+          summary.warnings.push(issue);
+          prepared.warnings.push(issue);
+        };
         for (const doc of docs) {
-          for (const warning of doc.warnings ?? []) summary.warnings.push({ path: doc.uri, reason: warning });
+          for (const warning of doc.warnings ?? []) warn({ path: doc.uri, reason: warning });
           const chunks = await chunker.chunk(doc);
           prepared.docs.push({ doc, chunks });
           pendingChunks += chunks.length;
           chunkedTotal += chunks.length;
           const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
           if (fallback) {
-            summary.warnings.push({
+            warn({
               path: doc.uri,
               reason: `embedding_semantic chunking fell back to fixed windows: ${String(fallback.metadata.fallbackReason)}`,
             });
@@ -724,12 +758,31 @@ async function commitUnit(
 }
 
 /**
- * The catalog part of {@link commitUnit}, in one transaction (a savepoint inside the
+ * The catalog part of {@link commitUnit}, in one transaction (a savepoint inside a
  * caller's): replaces the unit's documents, chunks and postings, and, with the embedded
  * store, its vectors. Counts the unit into `summary` once written. Returns what a server
  * store still has to do: the vectors to add, the stale chunk ids and the new document ids.
  */
 function writeUnit(
+  ctx: IngestContext,
+  prepared: PreparedUnit,
+  hash: string,
+  embed: boolean,
+  summary: IngestSummary,
+): { stale: string[]; records: VectorRecord[]; documentIds: number[] } {
+  const counts = { ...summary, errors: [...summary.errors] };
+  const out = ctx.catalog.db.transaction(() => writeUnitRows(ctx, prepared, hash, embed, counts)).immediate();
+  // Counted once the catalog transaction has committed.
+  Object.assign(summary, counts);
+  return out;
+}
+
+/**
+ * The rows of {@link writeUnit}, inside the caller's transaction: replaces the unit's
+ * documents, chunks and postings (and, with the embedded store, its vectors), and counts
+ * the unit into `summary` (which the caller keeps only if the transaction commits).
+ */
+function writeUnitRows(
   ctx: IngestContext,
   prepared: PreparedUnit,
   hash: string,
@@ -742,54 +795,57 @@ function writeUnit(
   const stale: string[] = [];
   const records: VectorRecord[] = [];
   const documentIds: number[] = [];
-  catalog.db
-    .transaction(() => {
-      for (const old of catalog.documentsByPath(kb, prepared.unit.path))
-        stale.push(...deleteDocument(ctx, old.id));
-      let v = 0;
-      for (const { doc, chunks } of prepared.docs) {
-        if (chunks.length === 0) continue;
-        const documentId = catalog.insertDocument({
-          kb,
-          uri: doc.uri,
-          path: prepared.unit.path,
-          type: doc.metadata.type,
-          title: doc.metadata.title,
-          contentHash: prepared.unit.contentHash,
-          pipelineHash: hash,
-          embedded: embed && inTransaction !== undefined,
-          metadata: doc.metadata,
-          text: doc.text,
-          chunkCount: chunks.length,
-        });
-        documentIds.push(documentId);
-        const docRecords: VectorRecord[] = [];
-        const remember: [VectorRecord, string][] = [];
-        for (const chunk of chunks) {
-          const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
-          const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
-          bm25.indexAnalyzed(kb, chunkId, analyzed);
-          const embedded = prepared.embedded?.[v] ?? false;
-          const vector = prepared.vectors?.[v++];
-          if (vector) {
-            const record = {
-              id: String(chunkId),
-              vector,
-              payload: { documentId, chunkIndex: chunk.chunkIndex, type: doc.metadata.type },
-            };
-            docRecords.push(record);
-            if (embedded) remember.push([record, chunk.text]);
-          }
-        }
-        if (inTransaction && docRecords.length > 0) {
-          inTransaction.addBatchSync(collection, docRecords);
-          if (ctx.embedder instanceof CachedEmbedder)
-            for (const [record, text] of remember) ctx.embedder.rememberStored(text, collection, record.id);
-        } else records.push(...docRecords);
+  for (const old of catalog.documentsByPath(kb, prepared.unit.path))
+    stale.push(...deleteDocument(ctx, old.id));
+  let v = 0;
+  for (const { doc, chunks } of prepared.docs) {
+    if (chunks.length === 0) continue;
+    const documentId = catalog.insertDocument({
+      kb,
+      uri: doc.uri,
+      path: prepared.unit.path,
+      type: doc.metadata.type,
+      title: doc.metadata.title,
+      contentHash: prepared.unit.contentHash,
+      pipelineHash: hash,
+      embedded: embed && inTransaction !== undefined,
+      metadata: doc.metadata,
+      text: doc.text,
+      chunkCount: chunks.length,
+    });
+    documentIds.push(documentId);
+    const docRecords: VectorRecord[] = [];
+    const remember: [VectorRecord, string][] = [];
+    for (const chunk of chunks) {
+      const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
+      const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
+      bm25.indexAnalyzed(kb, chunkId, analyzed);
+      const embedded = prepared.embedded?.[v] ?? false;
+      const vector = prepared.vectors?.[v++];
+      if (vector) {
+        const record = {
+          id: String(chunkId),
+          vector,
+          payload: { documentId, chunkIndex: chunk.chunkIndex, type: doc.metadata.type },
+        };
+        docRecords.push(record);
+        if (embedded) remember.push([record, chunk.text]);
       }
-    })
-    .immediate();
-  // Counted once the catalog transaction has committed.
+    }
+    if (inTransaction && docRecords.length > 0) {
+      inTransaction.addBatchSync(collection, docRecords);
+      if (ctx.embedder instanceof CachedEmbedder)
+        for (const [record, text] of remember) ctx.embedder.rememberStored(text, collection, record.id);
+    } else records.push(...docRecords);
+  }
+  ctx.onUnitWritten?.({
+    path: prepared.unit.path,
+    documents: prepared.docs
+      .filter((d) => d.chunks.length > 0)
+      .map((d) => ({ uri: d.doc.uri, chunks: d.chunks.length })),
+    replaced: prepared.replaces,
+    warnings: prepared.warnings,
+  });
   const written = prepared.docs.filter((d) => d.chunks.length > 0);
   summary.documents += written.length;
   summary.chunks += written.reduce((n, d) => n + d.chunks.length, 0);

@@ -13,7 +13,7 @@
  * ```
  */
 
-import { createWriteStream, rmSync } from "node:fs";
+import { createWriteStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { createRequire } from "node:module";
@@ -72,7 +72,7 @@ export interface ServerOptions {
    * offline rerankers, so an API key cannot make the server reach other hosts.
    */
   allowTenantServices?: boolean;
-  /** Finished jobs remembered for `GET /jobs/:id`. Default 1,000. */
+  /** Finished jobs kept per tenant for `GET /jobs/:id` (older ones are deleted from `kl.db`). Default 1,000. */
   maxFinishedJobs?: number;
   /** Folder for uploads waiting to be ingested. Default `<dataDir>/uploads`. */
   uploadsDir?: string;
@@ -139,13 +139,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   });
   const conversations = new AgentConversations(kl);
   const uploadsDir = options.uploadsDir ?? join(kl.dataDir, "uploads");
-  // Jobs live in memory: uploads left by a server that stopped mid-job belong to no job any more.
-  rmSync(uploadsDir, { recursive: true, force: true });
   const jobs = new JobManager(kl, {
     uploadsDir,
     maxFinishedJobs: options.maxFinishedJobs,
     logError: (error, message) => app.log.error({ err: error }, message),
   });
+  // Jobs are stored in kl.db: the ones a stopped (or crashed) server left queued or running resume now.
+  const resumed = await jobs.start();
+  if (resumed.length > 0) app.log.info({ jobs: resumed }, `resuming ${resumed.length} ingest job(s)`);
   const streams = new Set<ServerResponse>();
   // JSON bodies only (and multipart uploads): a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser("text/plain");
@@ -185,8 +186,9 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     limits: { fileSize: maxFileBytes, files: maxFiles, fields: 100, parts: maxFiles + 100 },
   });
   // On close, fastify runs preClose hooks, then waits for open connections to end (new requests get a 503
-  // meanwhile), then runs onClose hooks. Jobs are stopped here, first, so each job's event stream gets its
-  // final `done` event (status `interrupted`) and ends before the connections are awaited.
+  // meanwhile), then runs onClose hooks. Jobs are stopped here, first: a running job stops after its
+  // current file and goes back to `queued` (its stream gets that event), then every event stream ends
+  // before the connections are awaited; clients reconnect with Last-Event-ID once the server is back.
   app.addHook("preClose", async () => {
     closing = true;
     await jobs.close();
@@ -206,7 +208,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     createdAt: kb.createdAt,
     config: redactSecrets({ ...kb.config, name: tenantKbName(tenant, kb.name) }),
     counts: kl.counts(kb.name),
-    activeJobs: jobs.active(kb.name).map((j) => j.id),
+    activeJobs: jobs.active(kb.name),
   });
 
   const agentView = (tenant: string, agent: Agent) => ({
@@ -296,7 +298,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     if (active.length > 0) {
       throw new HttpError(
         409,
-        `knowledge base "${request.params.kb}" has ingest jobs queued or running (${active.map((j) => j.id).join(", ")}); delete it when they have finished`,
+        `knowledge base "${request.params.kb}" has ingest jobs queued or running (${active.join(", ")}); delete it when they have finished`,
       );
     }
     await kl.deleteKb(kb.name);
@@ -449,8 +451,20 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
 
   app.get<{ Params: { id: string } }>("/jobs/:id/events", { schema: schemas.jobEvents }, (request, reply) => {
     const { tenant } = request;
-    const job = jobs.get(tenant, request.params.id);
-    if (!job) throw new HttpError(404, `job "${request.params.id}" not found`);
+    const found = jobs.snapshot(tenant, request.params.id);
+    if (!found) throw new HttpError(404, `job "${request.params.id}" not found`);
+    const { job, seq } = found;
+    // A reconnecting client (EventSource sends it by itself) gets every stored event after the last it saw.
+    const header = request.headers["last-event-id"];
+    const lastId = Array.isArray(header) ? header[0] : header;
+    if (lastId !== undefined && !/^\d{1,9}$/.test(lastId.trim()))
+      throw new HttpError(400, `Last-Event-ID must be an event id of this job (a number), not "${lastId}"`);
+    const after = lastId === undefined ? undefined : Number(lastId.trim());
+    // Stored events and the live subscription are taken in one synchronous step: none falls in between.
+    const missed = after === undefined ? [] : (jobs.eventsAfter(tenant, job.id, after) ?? []);
+    const finished = isFinished(job.status);
+    // Nothing after the client's last event of a finished job: 204 tells EventSource not to reconnect.
+    if (after !== undefined && finished && missed.length === 0) return reply.code(204).send();
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -462,11 +476,20 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     const write = (event: string, data: unknown, id?: number): void => {
       res.write(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
-    write("status", job);
-    if (isFinished(job.status)) {
-      write("done", job);
-      res.end();
-      return;
+    if (after === undefined) {
+      // The job as of its last event: a client reconnecting after this sends that id and gets what follows.
+      write("status", job, finished ? undefined : seq);
+      if (finished) {
+        write("done", job);
+        res.end();
+        return;
+      }
+    } else {
+      for (const e of missed) write(e.type, e.job, e.seq);
+      if (finished) {
+        res.end();
+        return;
+      }
     }
     streams.add(res);
     const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
@@ -729,6 +752,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
           internalKb: kb.name,
           files: [{ ...file, documents: withText }],
           embed: true,
+          textOnly: true,
         });
         submitted = true;
         return reply

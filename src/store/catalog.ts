@@ -298,7 +298,7 @@ export class Catalog {
    * The embedding cache is shared and kept.
    */
   deleteKb(name: string): void {
-    for (const table of ["kw_blocks", "kw_terms", "kw_pending"])
+    for (const table of ["kw_seg_blocks", "kw_seg_terms", "kw_segments", "kw_pending"])
       this.prepare(`DELETE FROM ${table} WHERE kb = ?`).run(name);
     this.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
     this.prepare("DELETE FROM documents WHERE kb = ?").run(name);
