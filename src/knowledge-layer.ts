@@ -49,14 +49,7 @@ import type { Catalog, DocumentRecord, KbCounts, KbRecord } from "./store/catalo
 import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
-import {
-  type JobEventRecord,
-  type JobIssue,
-  type JobRecord,
-  type JobStep,
-  JobStore,
-  type NewJob,
-} from "./store/jobs.js";
+import type { JobEventRecord, JobIssue, JobRecord, JobStep, JobStore, NewJob } from "./store/jobs.js";
 import type { MemoryStore } from "./store/memories.js";
 
 export type {
@@ -303,7 +296,7 @@ export class KnowledgeLayer {
     this.catalog = this.backend.catalog;
     this.store = new SqliteVectorStore(db);
     this.bm25 = this.backend.bm25;
-    this.jobs = new JobStore(db);
+    this.jobs = this.backend.jobRows;
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * The catalog seam: everything the library keeps besides vectors — knowledge bases,
  * documents, chunks, the BM25 keyword index, the embedding cache, API keys of tenants,
- * agents and conversation memories — as one asynchronous contract, so a second backend
+ * agents, conversation memories and the HTTP API's ingest jobs — as one asynchronous contract, so a second backend
  * (PostgreSQL next) can implement it without touching an adapter. The embedded SQLite
  * database implements it today (`SqliteCatalogBackend` in `sqlite-catalog.ts`, wrapping
  * the synchronous `Catalog`, `Bm25Index`, … classes); every implementation runs the
@@ -27,6 +27,7 @@ import type {
   NewDocument,
   StoredChunk,
 } from "./catalog.js";
+import type { JobEventRecord, JobIssue, JobRecord, JobStep, NewJob } from "./jobs.js";
 import type { Memory, MemoryModel } from "./memories.js";
 
 /** Knowledge bases and their statistics. */
@@ -179,6 +180,36 @@ export interface MemoryCatalog {
   forgetSessionsWithPrefix(prefix: string): Promise<number>;
 }
 
+/**
+ * Durable ingest jobs of the HTTP API: a job, its uploaded files' progress and its
+ * numbered events. Each write is atomic, so a crash leaves a job as of its last step.
+ */
+export interface JobCatalog {
+  /** Stores a new `queued` job with its files; returns it. */
+  create(job: NewJob): Promise<JobRecord>;
+  /** A job by id, or undefined. */
+  get(id: string): Promise<JobRecord | undefined>;
+  /** A tenant's jobs, newest first (files without `prior` and `result`). */
+  list(tenant: string): Promise<JobRecord[]>;
+  /** Jobs queued or running (every tenant's), in submission order. */
+  pending(): Promise<JobRecord[]>;
+  /** Ids of the jobs queued or running on a KB (catalog name), in submission order. */
+  active(internalKb: string): Promise<string[]>;
+  /** A job's events after event id `afterSeq`, in order. */
+  events(id: string, afterSeq?: number): Promise<JobEventRecord[]>;
+  /**
+   * Applies one step (new state, a file's progress, the event it is) atomically; returns the
+   * job as it is now and the stored event. @throws when the job does not exist.
+   */
+  advance(id: string, step: JobStep): Promise<{ job: JobRecord; event?: JobEventRecord }>;
+  /** The documents file `n` of a job wrote so far, by uri. */
+  documents(id: string, n: number): Promise<{ uri: string; chunks: number; warnings: JobIssue[] }[]>;
+  /** Deletes a tenant's finished jobs but the newest `keep`; returns how many went. */
+  prune(tenant: string, keep: number): Promise<number>;
+  /** Tenants that have jobs. */
+  tenants(): Promise<string[]>;
+}
+
 /** A catalog backend: the sections above over one database. */
 export interface CatalogBackend {
   /** Backend name for messages, e.g. `sqlite`. */
@@ -191,6 +222,7 @@ export interface CatalogBackend {
   readonly apiKeys: ApiKeyCatalog;
   readonly agents: AgentCatalog;
   readonly memories: MemoryCatalog;
+  readonly jobs: JobCatalog;
   /** Resolves when the database answers (a health check). @throws when it does not. */
   ping(): Promise<void>;
 }

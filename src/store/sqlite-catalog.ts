@@ -1,7 +1,7 @@
 /**
  * The catalog contract (`catalog-contract.ts`) over the embedded SQLite database:
  * each asynchronous method wraps the synchronous class that owns the table (`Catalog`,
- * `Bm25Index`, `EmbeddingCacheTable`, `ApiKeyStore`, `AgentStore`, `MemoryStore`), so the
+ * `Bm25Index`, `EmbeddingCacheTable`, `ApiKeyStore`, `AgentStore`, `MemoryStore`, `JobStore`), so the
  * SQL stays where it is and the stages that need one SQLite transaction (ingest, the
  * embedded vector store) keep using those classes directly.
  */
@@ -16,12 +16,14 @@ import type {
   ChunkCatalog,
   DocumentCatalog,
   EmbeddingCache,
+  JobCatalog,
   KbCatalog,
   KeywordIndex,
   MemoryCatalog,
 } from "./catalog-contract.js";
 import type { Db } from "./database.js";
 import { EmbeddingCacheTable } from "./embedding-cache.js";
+import { JobStore } from "./jobs.js";
 import { MemoryStore } from "./memories.js";
 
 /**
@@ -43,6 +45,8 @@ export class SqliteCatalogBackend implements CatalogBackend {
   readonly catalog: Catalog;
   /** The synchronous BM25 index (likewise). */
   readonly bm25: Bm25Index;
+  /** The synchronous job rows (the ingest pipeline records a job's documents in its transaction). */
+  readonly jobRows: JobStore;
   private apiKeyStore?: ApiKeyStore;
   private agentStore?: AgentStore;
   private memoryStore?: MemoryStore;
@@ -56,12 +60,15 @@ export class SqliteCatalogBackend implements CatalogBackend {
   readonly apiKeys: ApiKeyCatalog;
   readonly agents: AgentCatalog;
   readonly memories: MemoryCatalog;
+  readonly jobs: JobCatalog;
 
   constructor(readonly db: Db) {
     const catalog = new Catalog(db);
     const bm25 = new Bm25Index(db);
+    const jobs = new JobStore(db);
     this.catalog = catalog;
     this.bm25 = bm25;
+    this.jobRows = jobs;
     this.kbs = {
       get: (name) => later(() => catalog.getKb(name)),
       list: () => later(() => catalog.listKbs()),
@@ -133,6 +140,18 @@ export class SqliteCatalogBackend implements CatalogBackend {
       storeVectors: (entries, model) => later(() => this.memoryRows().storeVectors(entries, model)),
       forget: (sessionId, threadId) => later(() => this.memoryRows().forget(sessionId, threadId)),
       forgetSessionsWithPrefix: (prefix) => later(() => this.memoryRows().forgetSessionsWithPrefix(prefix)),
+    };
+    this.jobs = {
+      create: (job) => later(() => jobs.create(job)),
+      get: (id) => later(() => jobs.get(id)),
+      list: (tenant) => later(() => jobs.list(tenant)),
+      pending: () => later(() => jobs.pending()),
+      active: (kb) => later(() => jobs.active(kb)),
+      events: (id, afterSeq) => later(() => jobs.events(id, afterSeq)),
+      advance: (id, step) => later(() => jobs.advance(id, step)),
+      documents: (id, n) => later(() => jobs.documents(id, n)),
+      prune: (tenant, keep) => later(() => jobs.prune(tenant, keep)),
+      tenants: () => later(() => jobs.tenants()),
     };
   }
 

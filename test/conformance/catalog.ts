@@ -13,7 +13,8 @@ const BM25 = { k1: 1.2, b: 0.75 };
 /**
  * The catalog contract (`src/store/catalog-contract.ts`), run against every
  * implementation (the embedded SQLite database today): knowledge bases, documents,
- * chunks, the keyword index, the embedding cache, API keys, agents and memories, as the
+ * chunks, the keyword index, the embedding cache, API keys, agents, memories and ingest
+ * jobs, as the
  * facade and its adapters use them. Only the asynchronous contract is used.
  */
 export function catalogConformance(name: string, factory: CatalogFactory): void {
@@ -280,6 +281,89 @@ export function catalogConformance(name: string, factory: CatalogFactory): void 
       expect(await c.agents.delete("acme", agent.id)).toBe(true);
       expect(await c.agents.get("acme", agent.id)).toBeUndefined();
       expect(await c.agents.get("globex", other.id)).toMatchObject({ name: "helper", topK: 2 });
+    });
+
+    it("keeps ingest jobs with their files' progress and numbered events", async () => {
+      const newJob = (id: string, tenant: string, kb: string) => ({
+        id,
+        tenant,
+        kb,
+        internalKb: `${tenant}.${kb}`,
+        options: { embed: false, tags: ["t"] },
+        dir: `/uploads/${id}`,
+        files: [
+          { name: "a.md", storedPath: `/uploads/${id}/0`, bytes: 10, mimetype: "text/markdown" },
+          { name: "b.txt", storedPath: `/uploads/${id}/1`, bytes: 20 },
+        ],
+      });
+      const j1 = await c.jobs.create(newJob("job_1", "acme", "docs"));
+      expect(j1).toMatchObject({ id: "job_1", status: "queued", done: 0, seq: 0, internalKb: "acme.docs" });
+      expect(j1.options).toEqual({ embed: false, tags: ["t"] });
+      expect(j1.files).toEqual([
+        {
+          n: 0,
+          name: "a.md",
+          storedPath: "/uploads/job_1/0",
+          bytes: 10,
+          mimetype: "text/markdown",
+          state: "pending",
+        },
+        { n: 1, name: "b.txt", storedPath: "/uploads/job_1/1", bytes: 20, state: "pending" },
+      ]);
+      await c.jobs.create(newJob("job_2", "acme", "other"));
+      await c.jobs.create(newJob("job_3", "globex", "docs"));
+      expect(await c.jobs.get("missing")).toBeUndefined();
+      expect((await c.jobs.list("acme")).map((j) => j.id)).toEqual(["job_2", "job_1"]);
+      expect((await c.jobs.pending()).map((j) => j.id)).toEqual(["job_1", "job_2", "job_3"]);
+      expect(await c.jobs.active("acme.docs")).toEqual(["job_1"]);
+      expect((await c.jobs.tenants()).sort()).toEqual(["acme", "globex"]);
+      const started = await c.jobs.advance("job_1", {
+        state: { status: "running", done: 0, current: "a.md", startedAt: "2024-03-01T00:00:00.000Z" },
+        file: { n: 0, state: "started", prior: ["a.md#old"] },
+        event: "progress",
+      });
+      expect(started.event).toMatchObject({
+        seq: 1,
+        type: "progress",
+        state: { status: "running", current: "a.md" },
+      });
+      expect(started.job.files[0]).toMatchObject({ state: "started", prior: ["a.md#old"] });
+      const result = {
+        outcome: "added" as const,
+        documents: 1,
+        chunks: 2,
+        removed: [],
+        errors: [],
+        warnings: [],
+        embedded: { computed: 0, cached: 0, reused: 0 },
+      };
+      await c.jobs.advance("job_1", {
+        state: { status: "running", done: 1, current: "b.txt" },
+        file: { n: 0, state: "done", result },
+        elapsedMs: 40,
+      });
+      const finished = await c.jobs.advance("job_1", {
+        state: { status: "succeeded", done: 2, finishedAt: "2024-03-01T00:00:01.000Z" },
+        event: "done",
+      });
+      expect(finished.event?.seq).toBe(2);
+      expect(finished.job).toMatchObject({ status: "succeeded", done: 2, seq: 2, elapsedMs: 40 });
+      expect(finished.job.files[0]).toMatchObject({ state: "done", prior: ["a.md#old"], result });
+      expect((await c.jobs.events("job_1")).map((e) => [e.seq, e.type])).toEqual([
+        [1, "progress"],
+        [2, "done"],
+      ]);
+      expect((await c.jobs.events("job_1", 1)).map((e) => e.seq)).toEqual([2]);
+      expect(await c.jobs.active("acme.docs")).toEqual([]);
+      expect(await c.jobs.documents("job_1", 0)).toEqual([]);
+      await expect(c.jobs.advance("missing", { state: { status: "running", done: 0 } })).rejects.toThrow(
+        /does not exist/,
+      );
+      // Pruning keeps the newest finished jobs and never touches unfinished ones.
+      expect(await c.jobs.prune("acme", 0)).toBe(1);
+      expect(await c.jobs.get("job_1")).toBeUndefined();
+      expect((await c.jobs.list("acme")).map((j) => j.id)).toEqual(["job_2"]);
+      expect(await c.jobs.prune("acme", 0)).toBe(0);
     });
 
     it("keeps conversation memories per session and thread, with a vector per model", async () => {
