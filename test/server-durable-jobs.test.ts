@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { extractBytes } from "../src/extract/index.js";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { buildServer, type ServerOptions } from "../src/server/app.js";
-import { createApiKey, tenantScope } from "../src/server/tenancy.js";
+import { tenantScope } from "../src/server/tenancy.js";
+import { createApiKey } from "../src/store/api-keys.js";
 import { tempDir } from "./helpers.js";
 import { type Answer, client, followJob, gateIngest, spawnServe, waitForJob } from "./server-helpers.js";
 

@@ -5,7 +5,8 @@ import { basename, join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { buildServer, type ServerOptions } from "../src/server/app.js";
-import { createApiKey, tenantScope } from "../src/server/tenancy.js";
+import { tenantScope } from "../src/server/tenancy.js";
+import { createApiKey } from "../src/store/api-keys.js";
 import { tempDir } from "./helpers.js";
 
 /** A running API server on an ephemeral port over a fresh data directory. */

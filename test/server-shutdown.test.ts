@@ -5,7 +5,8 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { buildServer } from "../src/server/app.js";
-import { createApiKey, tenantScope } from "../src/server/tenancy.js";
+import { tenantScope } from "../src/server/tenancy.js";
+import { createApiKey } from "../src/store/api-keys.js";
 import { tempDir } from "./helpers.js";
 import { client, followJob, gateIngest, type SseEvent, spawnServe, waitForJob } from "./server-helpers.js";
 

@@ -39,7 +39,6 @@ import {
 } from "../retrieve/filter.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
 import { errorText, redactSecrets } from "../secrets.js";
-import { deleteDocuments } from "../server/documents.js";
 import {
   type ChunkedDocument,
   formatChunks,
@@ -898,8 +897,8 @@ docs
   .description("show a document: source, metadata, chunk count")
   .option("--json", "print JSON")
   .action(async (id: number, o, command: Command) => {
-    await withKl(command, (kl) => {
-      const doc = kl.catalog.documentById(id);
+    await withKl(command, async (kl) => {
+      const doc = await kl.getDocument(id);
       if (!doc) throw new KnowledgeLayerError(`no document with id ${id}`);
       if (o.json) console.log(JSON.stringify(doc, null, 2));
       else {
@@ -945,11 +944,9 @@ docs
       if (o.kb !== undefined) kl.getKb(o.kb);
       const targets = filter
         ? kl.listDocuments({ kb: o.kb, filter })
-        : wanted
-            .map((id) => kl.catalog.documentById(id))
-            .filter(
-              (d): d is NonNullable<typeof d> => d !== undefined && (o.kb === undefined || d.kb === o.kb),
-            );
+        : (await Promise.all(wanted.map((id) => kl.getDocument(id, { kb: o.kb })))).filter(
+            (d): d is NonNullable<typeof d> => d !== undefined,
+          );
       const missing = wanted.filter((id) => !targets.some((d) => d.id === id));
       const scope = o.kb === undefined ? "every knowledge base" : `knowledge base "${o.kb}"`;
       // A filter that selects everything (`{}`, or a typo such as {"custmer": {"$ne": "x"}})
@@ -1029,7 +1026,7 @@ docs
       const byKb = new Map<string, number[]>();
       for (const d of targets) byKb.set(d.kb, [...(byKb.get(d.kb) ?? []), d.id]);
       let removed = 0;
-      for (const [kb, list] of byKb) removed += await deleteDocuments(kl, kl.getKb(kb), list);
+      for (const [kb, list] of byKb) removed += await kl.deleteDocuments(kb, list);
       report(removed, false);
     });
   });

@@ -745,6 +745,12 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   return summary;
 }
 
+/** What deleting documents needs of an ingest context: the KB's catalog, keyword index and vector store. */
+export type DocumentRemovalContext = Pick<
+  IngestContext,
+  "catalog" | "bm25" | "store" | "config" | "collection"
+>;
+
 /**
  * Deletes every document of a source (chunks, postings, vectors) in one transaction;
  * true if any existed. A server store's vectors are deleted after the commit.
@@ -752,14 +758,31 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 async function removeSource(ctx: IngestContext, path: string): Promise<boolean> {
   const docs = ctx.catalog.documentsByPath(ctx.config.name, path);
   if (docs.length === 0) return false;
-  const stale: string[] = [];
-  ctx.catalog.db
-    .transaction(() => {
-      for (const doc of docs) stale.push(...deleteDocument(ctx, doc.id));
-    })
-    .immediate();
-  await deleteStaleVectors(ctx, stale);
+  await removeDocuments(
+    ctx,
+    docs.map((d) => d.id),
+  );
   return true;
+}
+
+/**
+ * Deletes documents of the context's KB with their chunks, BM25 postings and vectors: the
+ * one document deletion of the library (`KnowledgeLayer.deleteDocuments`, re-ingest of a
+ * changed source). With the embedded store everything is one transaction; a server store's
+ * vectors are deleted after the catalog commit (a failure there leaves orphan vectors,
+ * which search ignores because their chunks are gone). Ids that are not documents of the
+ * KB are ignored. Returns the number of documents deleted.
+ */
+export async function removeDocuments(ctx: DocumentRemovalContext, ids: readonly number[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const stale: string[] = [];
+  const deleted = ctx.catalog.transaction(() => {
+    const owned = ctx.catalog.documentIdsIn(ctx.config.name, ids);
+    for (const id of owned) stale.push(...deleteDocument(ctx, id));
+    return owned.length;
+  });
+  await deleteStaleVectors(ctx, stale);
+  return deleted;
 }
 
 /**
@@ -767,7 +790,7 @@ async function removeSource(ctx: IngestContext, path: string): Promise<boolean> 
  * embedded one. Call inside a transaction. Returns the chunk ids whose vectors a
  * server store still holds (delete them after the commit).
  */
-function deleteDocument(ctx: IngestContext, documentId: number): string[] {
+function deleteDocument(ctx: DocumentRemovalContext, documentId: number): string[] {
   const ids = ctx.catalog.chunkIds(documentId).map(String);
   ctx.bm25.removeDocument(documentId, ctx.config.retrieval.analyzer);
   ctx.catalog.deleteDocument(documentId);
@@ -783,7 +806,10 @@ function deleteDocument(ctx: IngestContext, documentId: number): string[] {
  * failure leaves orphan vectors, which search ignores (their ids are not chunks
  * of the KB), so it is not an ingest error.
  */
-async function deleteStaleVectors(ctx: IngestContext, ids: string[]): Promise<void> {
+async function deleteStaleVectors(
+  ctx: Pick<IngestContext, "store" | "collection">,
+  ids: string[],
+): Promise<void> {
   if (ids.length === 0) return;
   try {
     if (await ctx.store.info(ctx.collection)) await ctx.store.delete(ctx.collection, ids);

@@ -157,13 +157,18 @@ export class Bm25Index {
    * common to many queries is counted once per state of the index.
    */
   private readonly dfCache = new Map<string, { state: string; df: Map<string, number> }>();
-  /** Pending chunks' postings per KB, parsed once per state of its statistics. */
+  /**
+   * Pending chunks' postings per KB, parsed once per state of its statistics and of its
+   * pending rows (a merge, here or in another process, empties them without changing the
+   * statistics: postings cached from before it would be counted twice).
+   */
   private readonly pendingCache = new Map<string, { state: string; lists: Map<string, PostingList> }>();
   /** Segments per KB (id and chunk-id range), read once per state of its statistics. */
   private readonly segmentCache = new Map<string, { state: string; segments: Segment[] }>();
   private readonly addPending;
   private readonly pendingRows;
   private readonly pendingCount;
+  private readonly pendingState;
   private readonly pendingOf;
   private readonly dropPending;
   private readonly dropPendingChunk;
@@ -202,6 +207,9 @@ export class Bm25Index {
       .prepare("SELECT chunk_id, terms FROM kw_pending WHERE kb = ? ORDER BY chunk_id")
       .raw();
     this.pendingCount = db.prepare("SELECT count(*) FROM kw_pending WHERE kb = ?").pluck();
+    this.pendingState = db
+      .prepare("SELECT count(*) || ':' || coalesce(max(chunk_id), 0) FROM kw_pending WHERE kb = ?")
+      .pluck();
     this.pendingOf = db.prepare("SELECT terms FROM kw_pending WHERE kb = ? AND chunk_id = ?").pluck();
     this.dropPending = db.prepare("DELETE FROM kw_pending WHERE kb = ? AND chunk_id <= ?");
     this.dropPendingChunk = db.prepare("DELETE FROM kw_pending WHERE kb = ? AND chunk_id = ?");
@@ -524,7 +532,8 @@ export class Bm25Index {
   }
 
   /** Pending postings of `kb` by term, parsed once per state of the KB. */
-  private pending(kb: string, state: string): Map<string, PostingList> {
+  private pending(kb: string, statsState: string): Map<string, PostingList> {
+    const state = `${statsState}:${this.pendingState.get(kb) as string}`;
     const cached = this.pendingCache.get(kb);
     if (cached && cached.state === state) return cached.lists;
     const lists = new Map<string, PostingList>();

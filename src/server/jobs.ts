@@ -39,10 +39,10 @@ import type {
   JobStatus,
   JobStep,
   JobSummary,
+  KbRecord,
   KnowledgeLayer,
 } from "../knowledge-layer.js";
 import { redactText } from "../secrets.js";
-import type { KbRecord } from "../store/catalog.js";
 import type { ExtractedDocument } from "../types.js";
 import { deleteDocuments, documentIdsOfSource } from "./documents.js";
 import { tenantText } from "./tenancy.js";
@@ -331,7 +331,7 @@ export class JobManager {
           return;
         }
         // Looked up per file: a KB deleted meanwhile stops the job.
-        const kb = this.kl.catalog.getKb(job.internalKb);
+        const kb = this.kl.findKb(job.internalKb);
         if (!kb) {
           await this.finish(
             job,

@@ -256,6 +256,11 @@ export const schemas = {
       properties: {
         limit: { type: "string", pattern: "^[0-9]{1,4}$", description: "page size, 1-1000 (default 100)" },
         offset: { type: "string", pattern: "^[0-9]{1,9}$", description: "documents to skip (default 0)" },
+        where: {
+          type: "string",
+          description:
+            'metadata filter as JSON (the language of /search\'s filter): only documents with a matching chunk, e.g. {"type":"email"}',
+        },
       },
     },
     response: {

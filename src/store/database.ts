@@ -286,6 +286,12 @@ export function openDatabase(dataDir: string): Db {
     // the chunk, vector and keyword-index B-trees no longer fit in 2 MiB, and every lookup
     // went to the OS for them. Pages are allocated as used, so a small KB stays small.
     db.pragma(`cache_size = -${CACHE_KIB}`);
+    // Statement journals in memory. An INSERT that fires a trigger (the kb_stats counters) or
+    // may replace a row needs one inside a transaction, and SQLite spills it to a temporary
+    // file past 64 KiB — four of our 16 KiB pages — so every chunk written went to disk a
+    // second time (about 250 KB per chunk at 30k chunks). Temporary sort B-trees live in
+    // memory too; none of ours sorts more than a page of rows.
+    db.pragma("temp_store = MEMORY");
     // Writers take the lock up front (BEGIN IMMEDIATE) and wait up to 60 s for each other.
     db.pragma("busy_timeout = 60000");
     sqliteVec.load(db);
