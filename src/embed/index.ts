@@ -4,6 +4,7 @@
  * Providers (all share the contract of contract.ts, checked by
  * test/conformance/embedder.ts):
  * - `bundled` — offline Universal Sentence Encoder lite (512-d), the default;
+ *   model `use-lite-static` is a static table distilled from it (./static.ts);
  * - `local` — a sentence-transformers style ONNX model via transformers.js, in worker threads;
  * - `openai` — OpenAI's embeddings API;
  * - `cohere` — Cohere's embed API v2;
@@ -17,7 +18,7 @@
  * collection.
  */
 import { ConfigError } from "../errors.js";
-import { BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
+import { BUNDLED_DIMENSIONS, BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
 import { CohereEmbedder } from "./cohere.js";
 import type { EmbeddingProviderConfig } from "./config.js";
 import type { Embedder } from "./contract.js";
@@ -44,7 +45,7 @@ export { DEFAULT_LOCAL_MODEL, LocalEmbedder, type LocalEmbedderOptions } from ".
 export { OpenAiEmbedder, type OpenAiEmbedderOptions } from "./openai.js";
 export { OpenAiCompatibleEmbedder, type OpenAiCompatibleEmbedderOptions } from "./openai-compatible.js";
 
-/** Output dimension of the bundled Universal Sentence Encoder lite. */
+/** Output dimension of the bundled Universal Sentence Encoder lite (and of every bundled model). */
 export const BUNDLED_DIMENSION = 512;
 
 /**
@@ -67,20 +68,28 @@ export function createEmbedder(config: EmbeddingProviderConfig, runtime: Embedde
           `embedding model "${config.model}" is not available for provider "bundled"; use ${BUNDLED_MODELS.map((m) => `"${m}"`).join(" or ")}`,
         );
       }
-      if (config.dimension !== undefined && config.dimension !== BUNDLED_DIMENSION) {
+      const dimension = BUNDLED_DIMENSIONS[model];
+      if (config.dimension !== undefined && config.dimension !== dimension) {
         throw new ConfigError(
-          `embedding dimension ${config.dimension} is not available for provider "bundled" (${model} is ${BUNDLED_DIMENSION}-d)`,
+          `embedding dimension ${config.dimension} is not available for provider "bundled" (${model} is ${dimension}-d)`,
         );
       }
-      if (model === "use-lite-int8" && config.runtime === "tfjs") {
+      if (model !== "use-lite" && config.runtime === "tfjs") {
         throw new ConfigError(
-          'bundled model "use-lite-int8" runs on onnxruntime only; leave runtime unset or "onnx"',
+          `bundled model "${model}" does not run on TF.js; leave runtime unset or "onnx"`,
         );
+      }
+      if (model === "use-lite-static") {
+        // A table lookup: no network, no worker threads (batch, window and thread options do not apply).
+        return lazyEmbedder("bundled", model, dimension, async () => {
+          const { StaticEmbedder } = await import("./static.js");
+          return new StaticEmbedder();
+        });
       }
       const { batchSize, longText, runtime: engine, threads } = config;
       const offThread = runtime.offThread === true;
       const workers = config.workers ?? (offThread ? 1 : undefined);
-      return lazyEmbedder("bundled", model, BUNDLED_DIMENSION, async () => {
+      return lazyEmbedder("bundled", model, dimension, async () => {
         const { BundledEmbedder } = await import("./bundled.js");
         return new BundledEmbedder({
           batchSize,
