@@ -11,7 +11,7 @@
  * windows averaged), `truncate` (first 128-token window only), `tfjs` (the
  * TF.js reference runtime, same vectors as `mean`), `int8` and `int8-truncate`
  * (model `use-lite-int8`), `static` (model `use-lite-static`, the distilled
- * table). Each variant gets its own
+ * table) and `mix` (model `use-lite-mix`: int8 first window + table). Each variant gets its own
  * data directory under DIR (default a fresh temporary folder, removed at the
  * end), since the embedding cache is keyed by model id and the variants share one.
  * Ingest seconds are printed too (cold embedding cache).
@@ -39,6 +39,7 @@ const VARIANTS: Record<string, BundledConfig> = {
   int8: { provider: "bundled", model: "use-lite-int8" },
   "int8-truncate": { provider: "bundled", model: "use-lite-int8", longText: "truncate" },
   static: { provider: "bundled", model: "use-lite-static" },
+  mix: { provider: "bundled", model: "use-lite-mix" },
 };
 const IR = resolve(import.meta.dirname, "..", "..", "shared", "data", "ir");
 const root = values["data-dir"] ?? mkdtempSync(join(tmpdir(), "kl-bench-embed-quality-"));

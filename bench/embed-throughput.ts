@@ -28,8 +28,10 @@
  * - `onnx-truncate`: onnxruntime, first 128-token window only.
  * - `onnx-int8`, `onnx-int8-truncate`: model `use-lite-int8` (7-bit weights), all windows / the first.
  * - `static`: model `use-lite-static` (the table distilled from USE lite, no network).
+ * - `mix`: model `use-lite-mix` (`use-lite-int8` on the first window joined with the table vector, 1024-d).
  * - `ingest-reference`, `ingest`, `ingest-static`: the whole `kl ingest` path (KnowledgeLayer.ingestDocuments
- *   into a fresh data directory, cold embedding cache) with runtime `tfjs`, the default and `use-lite-static`.
+ *   into a fresh data directory, cold embedding cache) with runtime `tfjs`, the default, `use-lite-static`
+ *   and `use-lite-mix`.
  *
  * Agreement with the reference: the cosine of each chunk's vector with the
  * reference's (same vector space only), and, for every route, the Pearson
@@ -58,7 +60,7 @@ const { values: args } = parseArgs({
     routes: {
       type: "string",
       default:
-        "reference,package,tfjs-truncate,onnx,onnx-1x2,onnx-truncate,onnx-int8,onnx-int8-truncate,static,ingest-reference,ingest,ingest-static",
+        "reference,package,tfjs-truncate,onnx,onnx-1x2,onnx-truncate,onnx-int8,onnx-int8-truncate,static,mix,ingest-reference,ingest,ingest-static,ingest-mix",
     },
     child: { type: "string" },
     out: { type: "string" },
@@ -77,6 +79,8 @@ interface RouteResult {
   firstQueryMs: number;
   queryP50Ms: number;
   peakRssMb: number;
+  /** Length of the route's vectors. */
+  dimension: number;
 }
 
 /** Reads the `limit` first JSON lines of `file`. */
@@ -139,7 +143,7 @@ async function runChild(route: string): Promise<void> {
   let close = async (): Promise<void> => {};
   let chunkCount = corpus.chunks.length;
   const start = performance.now();
-  if (route === "ingest" || route === "ingest-reference" || route === "ingest-static") {
+  if (route.startsWith("ingest")) {
     const { KnowledgeLayer } = await import("../src/knowledge-layer.js");
     const dataDir = mkdtempSync(join(tmpdir(), "kl-bench-embed-"));
     const kl = KnowledgeLayer.open({ dataDir });
@@ -149,7 +153,9 @@ async function runChild(route: string): Promise<void> {
           ? { provider: "bundled", model: "use-lite" }
           : route === "ingest-static"
             ? { provider: "bundled", model: "use-lite-static" }
-            : { provider: "bundled", model: "use-lite", runtime: "tfjs" },
+            : route === "ingest-mix"
+              ? { provider: "bundled", model: "use-lite-mix" }
+              : { provider: "bundled", model: "use-lite", runtime: "tfjs" },
     });
     const summary = await kl.ingestDocuments(
       corpus.docs.map((d) => ({
@@ -174,11 +180,15 @@ async function runChild(route: string): Promise<void> {
       for (const v of out) vectors.push(Float32Array.from(v));
     }
     embedQuery = (q) => model.embed([q]);
-  } else if (route === "static") {
-    const { StaticEmbedder } = await import("../src/embed/static.js");
-    const embedder = new StaticEmbedder();
+  } else if (route === "static" || route === "mix") {
+    const { createEmbedder } = await import("../src/embed/index.js");
+    const embedder = createEmbedder({
+      provider: "bundled",
+      model: route === "static" ? "use-lite-static" : "use-lite-mix",
+    });
     vectors = await embedder.embedTexts(corpus.chunks);
     embedQuery = (q) => embedder.embedQuery(q);
+    close = async () => embedder.close?.();
   } else {
     const { BundledEmbedder } = await import("../src/embed/bundled.js");
     const options: Record<string, ConstructorParameters<typeof BundledEmbedder>[0]> = {
@@ -212,10 +222,11 @@ async function runChild(route: string): Promise<void> {
   sample();
   clearInterval(timer);
   await close();
+  const dimension = vectors[0]?.length ?? 512;
   if (args.out && vectors.length > 0) {
-    const flat = new Float32Array(vectors.length * 512);
+    const flat = new Float32Array(vectors.length * dimension);
     vectors.forEach((v, i) => {
-      flat.set(v, i * 512);
+      flat.set(v, i * dimension);
     });
     writeFileSync(args.out, flat);
   }
@@ -227,12 +238,13 @@ async function runChild(route: string): Promise<void> {
     firstQueryMs: latencies[0] ?? Number.NaN,
     queryP50Ms: percentile(latencies.slice(1), 0.5),
     peakRssMb: peak / 2 ** 20,
+    dimension,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
 /** Routes whose vectors are not in USE lite's space (a per-chunk cosine with the reference means nothing). */
-const SPACES_OTHER_THAN_USE = new Set(["static"]);
+const SPACES_OTHER_THAN_USE = new Set(["static", "mix"]);
 
 function cosines(a: Float32Array, b: Float32Array): number[] {
   const out: number[] = [];
@@ -255,16 +267,16 @@ function cosines(a: Float32Array, b: Float32Array): number[] {
  * vectors (512-d rows) over 2,000 fixed pairs: how much two routes agree on
  * which chunks are alike, whatever their vector spaces.
  */
-function pairAgreement(a: Float32Array, b: Float32Array): number {
-  const rows = Math.min(a.length, b.length) / 512;
+function pairAgreement(a: Float32Array, da: number, b: Float32Array, db: number): number {
+  const rows = Math.min(a.length / da, b.length / db);
   let seed = 42;
   const next = (): number => {
     seed = (seed * 16807) % 2147483647;
     return seed % rows;
   };
-  const cos = (v: Float32Array, i: number, j: number): number => {
+  const cos = (v: Float32Array, dim: number, i: number, j: number): number => {
     let s = 0;
-    for (let d = 0; d < 512; d++) s += (v[i * 512 + d] as number) * (v[j * 512 + d] as number);
+    for (let d = 0; d < dim; d++) s += (v[i * dim + d] as number) * (v[j * dim + d] as number);
     return s;
   };
   const xs: number[] = [];
@@ -273,8 +285,8 @@ function pairAgreement(a: Float32Array, b: Float32Array): number {
     const i = next();
     const j = next();
     if (i === j) continue;
-    xs.push(cos(a, i, j));
-    ys.push(cos(b, i, j));
+    xs.push(cos(a, da, i, j));
+    ys.push(cos(b, db, i, j));
   }
   const mx = xs.reduce((s, x) => s + x, 0) / xs.length;
   const my = ys.reduce((s, y) => s + y, 0) / ys.length;
@@ -348,7 +360,7 @@ async function runParent(): Promise<void> {
       const v = new Float32Array(readFileSync(out).buffer.slice(0));
       if (route === "reference") reference = v;
       if (reference) {
-        r.pairs = pairAgreement(reference, v);
+        r.pairs = pairAgreement(reference, 512, v, r.dimension);
         if (!SPACES_OTHER_THAN_USE.has(route)) {
           const c = cosines(reference, v);
           r.cosineMean = c.reduce((a, b) => a + b, 0) / c.length;

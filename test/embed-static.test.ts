@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { EmbeddingError } from "../src/embed/contract.js";
 import { createEmbedder } from "../src/embed/index.js";
 import { StaticEmbedder, staticTablePath, staticVector } from "../src/embed/static.js";
+import { MIX_TABLE_WEIGHT, mixVectors } from "../src/embed/static-mix.js";
 import {
   buildStaticTable,
   choleskySolve,
@@ -26,7 +27,7 @@ import type { UseVocabulary } from "../src/embed/use-tokenizer.js";
 import { cosine } from "./conformance/embedder.js";
 
 /** SHA-256 of src/embed/use-lite-static.bin as printed by scripts/build-static-table.ts. */
-const SHIPPED_SHA256 = "TO_BE_FILLED";
+const SHIPPED_SHA256 = "48da2c125530a3222baa9d558491c274164a643bc1cf908285fb76f8d722d46c";
 
 /** A seeded generator of numbers in [-0.5, 0.5) (Park–Miller). */
 function random(seed: number): () => number {
@@ -297,5 +298,52 @@ describe("static table: the shipped use-lite-static.bin", () => {
     await expect(e.embedQuery("x")).rejects.toThrow(
       /bundled embedder \(model "use-lite-static"\).*nonexistent/,
     );
+  });
+});
+
+describe("use-lite-mix", () => {
+  it("mixVectors: unit length, and the cosine of two mixes is the weighted mean of the parts' cosines", () => {
+    const unit = (xs: number[]): Float32Array => {
+      const n = Math.hypot(...xs);
+      return Float32Array.from(xs, (x) => x / n);
+    };
+    const [t1, t2, n1, n2] = [unit([1, 2, 0]), unit([2, 1, 1]), unit([0, 1]), unit([1, 1])];
+    const a = mixVectors(t1, n1);
+    const b = mixVectors(t2, n2);
+    expect(a).toHaveLength(5);
+    expect(cosine(a, a)).toBeCloseTo(1, 6);
+    const [wt, wn] = [MIX_TABLE_WEIGHT ** 2, (1 - MIX_TABLE_WEIGHT) ** 2];
+    const want = (wt * cosine(t1, t2) + wn * cosine(n1, n2)) / (wt + wn);
+    let dot = 0;
+    a.forEach((x, i) => {
+      dot += x * (b[i] as number);
+    });
+    expect(dot).toBeCloseTo(want, 6);
+  });
+
+  it("createEmbedder: bundled use-lite-mix is 1024-d: its table part is use-lite-static's, its network part use-lite-int8's first window", async () => {
+    const mix = createEmbedder({ provider: "bundled", model: "use-lite-mix", workers: 0 });
+    const table = createEmbedder({ provider: "bundled", model: "use-lite-static" });
+    const int8 = createEmbedder({
+      provider: "bundled",
+      model: "use-lite-int8",
+      longText: "truncate",
+      workers: 0,
+    });
+    try {
+      expect([mix.modelId, mix.dimension]).toEqual(["use-lite-mix", 1024]);
+      const text = "Vitamin D deficiency is associated with fractures. ".repeat(20);
+      const [m] = await mix.embedTexts([text]);
+      const [t] = await table.embedTexts([text]);
+      const [n] = await int8.embedTexts([text]);
+      const want = mixVectors(t as Float32Array, n as Float32Array);
+      expect(cosine(m as Float32Array, want)).toBeGreaterThan(0.99999);
+      expect(() => createEmbedder({ provider: "bundled", model: "use-lite-mix", longText: "mean" })).toThrow(
+        /longText does not apply/,
+      );
+    } finally {
+      await mix.close?.();
+      await int8.close?.();
+    }
   });
 });

@@ -12,8 +12,10 @@
  * - `use-lite-static`: a static table distilled from USE lite (one vector per
  *   vocabulary piece, ./static-table.ts): a text's vector is a sum of table
  *   rows, no network runs (./static.ts). Another vector space, so another id.
+ * - `use-lite-mix`: `use-lite-int8` on the first 128-token window only, joined
+ *   with the `use-lite-static` vector of the whole text (./static-mix.ts), 1024-d.
  */
-export const BUNDLED_MODELS = ["use-lite", "use-lite-int8", "use-lite-static"] as const;
+export const BUNDLED_MODELS = ["use-lite", "use-lite-int8", "use-lite-static", "use-lite-mix"] as const;
 
 /** One of {@link BUNDLED_MODELS}. */
 export type BundledModel = (typeof BUNDLED_MODELS)[number];
@@ -29,4 +31,5 @@ export const BUNDLED_DIMENSIONS: Record<BundledModel, number> = {
   "use-lite": 512,
   "use-lite-int8": 512,
   "use-lite-static": 512,
+  "use-lite-mix": 1024,
 };

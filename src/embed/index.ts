@@ -4,7 +4,8 @@
  * Providers (all share the contract of contract.ts, checked by
  * test/conformance/embedder.ts):
  * - `bundled` — offline Universal Sentence Encoder lite (512-d), the default;
- *   model `use-lite-static` is a static table distilled from it (./static.ts);
+ *   model `use-lite-static` is a static table distilled from it (./static.ts),
+ *   `use-lite-mix` its int8 first window joined with that table (./static-mix.ts);
  * - `local` — a sentence-transformers style ONNX model via transformers.js, in worker threads;
  * - `openai` — OpenAI's embeddings API;
  * - `cohere` — Cohere's embed API v2;
@@ -79,6 +80,13 @@ export function createEmbedder(config: EmbeddingProviderConfig, runtime: Embedde
           `bundled model "${model}" does not run on TF.js; leave runtime unset or "onnx"`,
         );
       }
+      if (model === "use-lite-static" || model === "use-lite-mix") {
+        if (config.longText !== undefined) {
+          throw new ConfigError(
+            `longText does not apply to bundled model "${model}" (${model === "use-lite-static" ? "the table reads the whole text" : "the network reads the first 128-token window, the table the whole text"}); remove it`,
+          );
+        }
+      }
       if (model === "use-lite-static") {
         // A table lookup: no network, no worker threads (batch, window and thread options do not apply).
         return lazyEmbedder("bundled", model, dimension, async () => {
@@ -86,9 +94,29 @@ export function createEmbedder(config: EmbeddingProviderConfig, runtime: Embedde
           return new StaticEmbedder();
         });
       }
-      const { batchSize, longText, runtime: engine, threads } = config;
       const offThread = runtime.offThread === true;
       const workers = config.workers ?? (offThread ? 1 : undefined);
+      if (model === "use-lite-mix") {
+        const { batchSize, threads } = config;
+        return lazyEmbedder("bundled", model, dimension, async () => {
+          const [{ BundledEmbedder }, { StaticEmbedder }, { StaticMixEmbedder }] = await Promise.all([
+            import("./bundled.js"),
+            import("./static.js"),
+            import("./static-mix.js"),
+          ]);
+          const network = new BundledEmbedder({
+            batchSize,
+            longText: "truncate",
+            workers,
+            offThread,
+            lane: runtime.lane,
+            threads,
+            model: "use-lite-int8",
+          });
+          return new StaticMixEmbedder(model, network, new StaticEmbedder());
+        });
+      }
+      const { batchSize, longText, runtime: engine, threads } = config;
       return lazyEmbedder("bundled", model, dimension, async () => {
         const { BundledEmbedder } = await import("./bundled.js");
         return new BundledEmbedder({
