@@ -47,8 +47,9 @@ embedderConformance(
 embedderConformance(
   "bundled (use-lite-mix: int8 first window + table)",
   () => ({ embedder: createEmbedder({ provider: "bundled", model: "use-lite-mix" }) }),
-  // The network part groups texts by length, which changes vectors at float-rounding level only.
-  { provider: "bundled", query: "same", tolerance: 0.9999 },
+  // The network part (use-lite-int8) quantises its activations with one scale per onnxruntime
+  // call, so a text's vector moves slightly with its batch-mates (cosine > 0.998 on short texts).
+  { provider: "bundled", query: "same", tolerance: 0.998 },
 );
 
 embedderConformance(
