@@ -17,8 +17,11 @@
 const SEPARATOR = 0x2581;
 /** The space (U+0020), the only character upstream replaces by {@link SEPARATOR}. */
 const SPACE = 0x20;
-/** Text that NFKC leaves unchanged without looking: ASCII only. */
-const ASCII_ONLY = /^[\x00-\x7f]*$/;
+/** Whether `text` is ASCII only, which NFKC leaves unchanged. */
+function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 /** Ids 0-5 are `<unk>`-like control symbols and never match text. */
 const RESERVED_SYMBOLS_COUNT = 6;
 /** Id emitted for a symbol no vocabulary piece starts with. */
@@ -100,7 +103,7 @@ export class UseTokenizer {
    * @returns vocabulary ids in `[0, vocabulary.length)`.
    */
   encode(text: string, maxTokens: number = Number.POSITIVE_INFINITY): number[] {
-    const normalized = ASCII_ONLY.test(text) ? text : text.normalize("NFKC");
+    const normalized = isAscii(text) ? text : text.normalize("NFKC");
     if (normalized.length === 0 || maxTokens <= 0) return [];
 
     // Code points of "▁" + text with every space as "▁", stopping at the
