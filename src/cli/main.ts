@@ -369,7 +369,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
   )
   .option(
     "--embedding-model <model>",
-    "embedding model: use-lite or use-lite-int8 (bundled), a model folder or Hugging Face id (local), a provider model name",
+    "embedding model: use-lite, use-lite-int8 or use-lite-static (bundled), a model folder or Hugging Face id (local), a provider model name",
   )
   .option("--embedding-url <url>", "embedding endpoint base URL (openai-compatible, TEI, proxies)")
   .option(
