@@ -12,7 +12,8 @@
  * documentation in English and the Rust book), each paragraph and each of
  * its sentences as a sample, cut into 128-token windows: ~37,000 windows,
  * ~2.1 M tokens. SciFact, Cranfield and XQuAD (the quality benchmarks) are
- * not used. Takes ~5–10 minutes on 2 cores; prints the table's SHA-256,
+ * not used. Took 28 minutes on 2 heavily loaded cores (teacher 6, Cholesky 15,
+ * PCA 2 × 2); prints the table's SHA-256,
  * which test/embed-static.test.ts checks.
  */
 import { createHash } from "node:crypto";

@@ -222,7 +222,7 @@ export function choleskySolve(a: Float64Array, n: number, b: Float64Array, m: nu
 /**
  * Builds the table (see the module comment). Deterministic for the same
  * inputs. Cost: O(V³/3) for the Cholesky factor of the V × V Gram matrix
- * (~1–3 minutes for 8,000 pieces) plus two PCAs of `teacherDimension` columns.
+ * (15 minutes for the 7,025 pieces the corpus holds, on 2 loaded cores) plus two PCAs of `teacherDimension` columns.
  */
 export function buildStaticTable(inputs: StaticTableInputs): StaticTable {
   const { pieces, probabilities, corpus, teacherDimension: n, halfDimension: k, sif, lambda } = inputs;
