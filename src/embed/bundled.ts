@@ -447,7 +447,7 @@ export class BundledEmbedder implements Embedder {
     const model = options.model ?? "use-lite";
     if (!USE_NETWORK_MODELS.includes(model)) {
       throw new ConfigError(
-        `BundledEmbedder runs ${USE_NETWORK_MODELS.join(" or ")}, got ${String(model)} (use-lite-static: StaticEmbedder, or createEmbedder)`,
+        `bundled embedding model must be one of ${USE_NETWORK_MODELS.join(", ")} (use-lite-static and use-lite-mix: createEmbedder), got ${String(model)}`,
       );
     }
     if (model === "use-lite-int8" && runtime === "tfjs") {

@@ -77,7 +77,9 @@ export function createEmbedder(config: EmbeddingProviderConfig, runtime: Embedde
       }
       if (model !== "use-lite" && config.runtime === "tfjs") {
         throw new ConfigError(
-          `bundled model "${model}" does not run on TF.js; leave runtime unset or "onnx"`,
+          model === "use-lite-static"
+            ? 'bundled model "use-lite-static" is a table lookup, with no TF.js runtime; leave runtime unset'
+            : `bundled model "${model}" runs on onnxruntime only, not TF.js; leave runtime unset or "onnx"`,
         );
       }
       if (model === "use-lite-static" || model === "use-lite-mix") {
