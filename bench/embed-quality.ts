@@ -10,7 +10,8 @@
  * A variant is a bundled embedding config: `mean` (the default: 128-token
  * windows averaged), `truncate` (first 128-token window only), `tfjs` (the
  * TF.js reference runtime, same vectors as `mean`), `int8` and `int8-truncate`
- * (model `use-lite-int8`). Each variant gets its own
+ * (model `use-lite-int8`), `static` (model `use-lite-static`, the distilled
+ * table) and `mix` (model `use-lite-mix`: int8 first window + table). Each variant gets its own
  * data directory under DIR (default a fresh temporary folder, removed at the
  * end), since the embedding cache is keyed by model id and the variants share one.
  * Ingest seconds are printed too (cold embedding cache).
@@ -37,6 +38,8 @@ const VARIANTS: Record<string, BundledConfig> = {
   tfjs: { provider: "bundled", model: "use-lite", runtime: "tfjs" },
   int8: { provider: "bundled", model: "use-lite-int8" },
   "int8-truncate": { provider: "bundled", model: "use-lite-int8", longText: "truncate" },
+  static: { provider: "bundled", model: "use-lite-static" },
+  mix: { provider: "bundled", model: "use-lite-mix" },
 };
 const IR = resolve(import.meta.dirname, "..", "..", "shared", "data", "ir");
 const root = values["data-dir"] ?? mkdtempSync(join(tmpdir(), "kl-bench-embed-quality-"));

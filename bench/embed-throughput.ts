@@ -27,8 +27,16 @@
  * - `onnx-1x2`: onnxruntime, 1 worker of 2 intra-op threads.
  * - `onnx-truncate`: onnxruntime, first 128-token window only.
  * - `onnx-int8`, `onnx-int8-truncate`: model `use-lite-int8` (7-bit weights), all windows / the first.
- * - `ingest-reference`, `ingest`: the whole `kl ingest` path (KnowledgeLayer.ingestDocuments
- *   into a fresh data directory, cold embedding cache) with runtime `tfjs` and the default.
+ * - `static`: model `use-lite-static` (the table distilled from USE lite, no network).
+ * - `mix`: model `use-lite-mix` (`use-lite-int8` on the first window joined with the table vector, 1024-d).
+ * - `ingest-reference`, `ingest`, `ingest-static`: the whole `kl ingest` path (KnowledgeLayer.ingestDocuments
+ *   into a fresh data directory, cold embedding cache) with runtime `tfjs`, the default, `use-lite-static`
+ *   and `use-lite-mix`.
+ *
+ * Agreement with the reference: the cosine of each chunk's vector with the
+ * reference's (same vector space only), and, for every route, the Pearson
+ * correlation of chunk-to-chunk cosines (2,000 fixed pairs) with the
+ * reference's, which also compares routes whose vectors live in another space.
  *
  * "Where time goes" lines give the token and window counts and the
  * tokenizer's time for the same chunks.
@@ -52,7 +60,7 @@ const { values: args } = parseArgs({
     routes: {
       type: "string",
       default:
-        "reference,package,tfjs-truncate,onnx,onnx-1x2,onnx-truncate,onnx-int8,onnx-int8-truncate,ingest-reference,ingest",
+        "reference,package,tfjs-truncate,onnx,onnx-1x2,onnx-truncate,onnx-int8,onnx-int8-truncate,static,mix,ingest-reference,ingest,ingest-static,ingest-mix",
     },
     child: { type: "string" },
     out: { type: "string" },
@@ -71,6 +79,8 @@ interface RouteResult {
   firstQueryMs: number;
   queryP50Ms: number;
   peakRssMb: number;
+  /** Length of the route's vectors. */
+  dimension: number;
 }
 
 /** Reads the `limit` first JSON lines of `file`. */
@@ -133,7 +143,7 @@ async function runChild(route: string): Promise<void> {
   let close = async (): Promise<void> => {};
   let chunkCount = corpus.chunks.length;
   const start = performance.now();
-  if (route === "ingest" || route === "ingest-reference") {
+  if (route.startsWith("ingest")) {
     const { KnowledgeLayer } = await import("../src/knowledge-layer.js");
     const dataDir = mkdtempSync(join(tmpdir(), "kl-bench-embed-"));
     const kl = KnowledgeLayer.open({ dataDir });
@@ -141,7 +151,11 @@ async function runChild(route: string): Promise<void> {
       embedding:
         route === "ingest"
           ? { provider: "bundled", model: "use-lite" }
-          : { provider: "bundled", model: "use-lite", runtime: "tfjs" },
+          : route === "ingest-static"
+            ? { provider: "bundled", model: "use-lite-static" }
+            : route === "ingest-mix"
+              ? { provider: "bundled", model: "use-lite-mix" }
+              : { provider: "bundled", model: "use-lite", runtime: "tfjs" },
     });
     const summary = await kl.ingestDocuments(
       corpus.docs.map((d) => ({
@@ -166,6 +180,15 @@ async function runChild(route: string): Promise<void> {
       for (const v of out) vectors.push(Float32Array.from(v));
     }
     embedQuery = (q) => model.embed([q]);
+  } else if (route === "static" || route === "mix") {
+    const { createEmbedder } = await import("../src/embed/index.js");
+    const embedder = createEmbedder({
+      provider: "bundled",
+      model: route === "static" ? "use-lite-static" : "use-lite-mix",
+    });
+    vectors = await embedder.embedTexts(corpus.chunks);
+    embedQuery = (q) => embedder.embedQuery(q);
+    close = async () => embedder.close?.();
   } else {
     const { BundledEmbedder } = await import("../src/embed/bundled.js");
     const options: Record<string, ConstructorParameters<typeof BundledEmbedder>[0]> = {
@@ -199,10 +222,11 @@ async function runChild(route: string): Promise<void> {
   sample();
   clearInterval(timer);
   await close();
+  const dimension = vectors[0]?.length ?? 512;
   if (args.out && vectors.length > 0) {
-    const flat = new Float32Array(vectors.length * 512);
+    const flat = new Float32Array(vectors.length * dimension);
     vectors.forEach((v, i) => {
-      flat.set(v, i * 512);
+      flat.set(v, i * dimension);
     });
     writeFileSync(args.out, flat);
   }
@@ -214,9 +238,13 @@ async function runChild(route: string): Promise<void> {
     firstQueryMs: latencies[0] ?? Number.NaN,
     queryP50Ms: percentile(latencies.slice(1), 0.5),
     peakRssMb: peak / 2 ** 20,
+    dimension,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
+
+/** Routes whose vectors are not in USE lite's space (a per-chunk cosine with the reference means nothing). */
+const SPACES_OTHER_THAN_USE = new Set(["static", "mix"]);
 
 function cosines(a: Float32Array, b: Float32Array): number[] {
   const out: number[] = [];
@@ -232,6 +260,46 @@ function cosines(a: Float32Array, b: Float32Array): number[] {
     out.push(ab / Math.sqrt(aa * bb));
   }
   return out;
+}
+
+/**
+ * Pearson correlation between the chunk-to-chunk cosines of two sets of
+ * vectors (512-d rows) over 2,000 fixed pairs: how much two routes agree on
+ * which chunks are alike, whatever their vector spaces.
+ */
+function pairAgreement(a: Float32Array, da: number, b: Float32Array, db: number): number {
+  const rows = Math.min(a.length / da, b.length / db);
+  let seed = 42;
+  const next = (): number => {
+    seed = (seed * 16807) % 2147483647;
+    return seed % rows;
+  };
+  const cos = (v: Float32Array, dim: number, i: number, j: number): number => {
+    let s = 0;
+    for (let d = 0; d < dim; d++) s += (v[i * dim + d] as number) * (v[j * dim + d] as number);
+    return s;
+  };
+  const xs: number[] = [];
+  const ys: number[] = [];
+  for (let k = 0; k < 2000; k++) {
+    const i = next();
+    const j = next();
+    if (i === j) continue;
+    xs.push(cos(a, da, i, j));
+    ys.push(cos(b, db, i, j));
+  }
+  const mx = xs.reduce((s, x) => s + x, 0) / xs.length;
+  const my = ys.reduce((s, y) => s + y, 0) / ys.length;
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  xs.forEach((x, k) => {
+    const y = ys[k] as number;
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) ** 2;
+    syy += (y - my) ** 2;
+  });
+  return sxy / Math.sqrt(sxx * syy);
 }
 
 async function runParent(): Promise<void> {
@@ -258,7 +326,8 @@ async function runParent(): Promise<void> {
     `where time goes: ${tokens} tokens, ${windows} windows of ≤128 tokens (${(windows / corpus.chunks.length).toFixed(2)} per chunk; truncate = 1), tokenizer ${tokenizeMs.toFixed(0)} ms for all chunks`,
   );
   const dir = mkdtempSync(join(tmpdir(), "kl-bench-embed-vectors-"));
-  const results: (RouteResult & { cosineMean?: number; cosineMin?: number })[] = [];
+  type Row = RouteResult & { cosineMean?: number; cosineMin?: number; pairs?: number };
+  const results: Row[] = [];
   let reference: Float32Array | undefined;
   for (const route of args.routes.split(",")) {
     const out = join(dir, `${route}.f32`);
@@ -286,14 +355,17 @@ async function runParent(): Promise<void> {
       say(`${route}: failed (exit ${child.status})`);
       continue;
     }
-    const r = JSON.parse(line) as RouteResult & { cosineMean?: number; cosineMin?: number };
+    const r = JSON.parse(line) as Row;
     if (existsSync(out)) {
       const v = new Float32Array(readFileSync(out).buffer.slice(0));
       if (route === "reference") reference = v;
       if (reference) {
-        const c = cosines(reference, v);
-        r.cosineMean = c.reduce((a, b) => a + b, 0) / c.length;
-        r.cosineMin = Math.min(...c);
+        r.pairs = pairAgreement(reference, 512, v, r.dimension);
+        if (!SPACES_OTHER_THAN_USE.has(route)) {
+          const c = cosines(reference, v);
+          r.cosineMean = c.reduce((a, b) => a + b, 0) / c.length;
+          r.cosineMin = Math.min(...c);
+        }
       }
     }
     results.push(r);
@@ -302,15 +374,15 @@ async function runParent(): Promise<void> {
   const base = results.find((r) => r.route === "reference");
   say("");
   say(
-    "| route | docs/s | chunks/s | × reference | query p50 ms | first query ms | peak RSS MB | cosine vs reference (mean / min) |",
+    "| route | docs/s | chunks/s | × reference | query p50 ms | first query ms | peak RSS MB | cosine vs reference (mean / min) | pairwise-cosine correlation with reference |",
   );
-  say("|---|---|---|---|---|---|---|---|");
+  say("|---|---|---|---|---|---|---|---|---|");
   for (const r of results) {
     const speed = base ? (r.chunks / r.seconds / (base.chunks / base.seconds)).toFixed(2) : "-";
     const cos =
       r.cosineMean === undefined ? "-" : `${r.cosineMean.toFixed(6)} / ${(r.cosineMin ?? 0).toFixed(6)}`;
     say(
-      `| ${r.route} | ${(r.docs / r.seconds).toFixed(1)} | ${(r.chunks / r.seconds).toFixed(1)} | ${speed} | ${r.queryP50Ms.toFixed(2)} | ${r.firstQueryMs.toFixed(0)} | ${r.peakRssMb.toFixed(0)} | ${cos} |`,
+      `| ${r.route} | ${(r.docs / r.seconds).toFixed(1)} | ${(r.chunks / r.seconds).toFixed(1)} | ${speed} | ${r.queryP50Ms.toFixed(2)} | ${r.firstQueryMs.toFixed(0)} | ${r.peakRssMb.toFixed(0)} | ${cos} | ${r.pairs === undefined ? "-" : r.pairs.toFixed(4)} |`,
     );
   }
   if (args.json) console.log(JSON.stringify({ tokens, windows, tokenizeMs, results }, null, 2));

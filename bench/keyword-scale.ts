@@ -184,7 +184,9 @@ for (const size of String(values.sizes).split(",").map(Number)) {
       | number
       | undefined;
     if (have !== size) {
-      db.exec("DELETE FROM kw_blocks; DELETE FROM kw_terms; DELETE FROM kw_pending;");
+      db.exec(
+        "DELETE FROM kw_seg_blocks; DELETE FROM kw_seg_terms; DELETE FROM kw_segments; DELETE FROM kw_pending;",
+      );
       db.exec("DROP TABLE IF EXISTS postings; DELETE FROM chunks; DELETE FROM documents;");
       build(db, size);
     }
@@ -197,7 +199,7 @@ for (const size of String(values.sizes).split(",").map(Number)) {
         .pluck()
         .get(...names) as number;
     const rowBytes = bytes(["postings"]);
-    const blockBytes = bytes(["kw_blocks", "kw_terms", "kw_pending"]);
+    const blockBytes = bytes(["kw_seg_blocks", "kw_seg_terms", "kw_segments", "kw_pending"]);
     process.stderr.write(
       `  ${size} chunks: row postings ${(rowBytes / size).toFixed(0)} B/chunk, ` +
         `blocks ${(blockBytes / size).toFixed(0)} B/chunk (${(rowBytes / blockBytes).toFixed(1)}× smaller)\n`,

@@ -311,6 +311,20 @@ interface IngestResult {
   wallMs: number;
   embedMs: number;
   maxRssKb: number;
+  /** CPU time of the ingest process (user + system) during the ingest, ms. */
+  cpuMs: number;
+  /** Bytes the ingest process wrote through system calls during the ingest (`/proc/self/io` wchar). */
+  writtenBytes: number;
+}
+
+/** Bytes this process has written through system calls (Linux `/proc/self/io` wchar), else 0. */
+function bytesWritten(): number {
+  try {
+    const m = /^wchar:\s*(\d+)/m.exec(readFileSync("/proc/self/io", "utf8"));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
 }
 
 async function roleIngest(job: IngestJob): Promise<IngestResult> {
@@ -335,6 +349,8 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
       retrieval: { vectorMinScore: 0 },
     });
     const started = performance.now();
+    const cpu0 = process.cpuUsage();
+    const written0 = bytesWritten();
     const report = progress(`ingest ${fmtSize(job.target)}`, started);
     let chunks = 0;
     let documents = 0;
@@ -365,6 +381,8 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
     }
     report(chunks, job.target, true);
     const wallMs = performance.now() - started;
+    const cpu = process.cpuUsage(cpu0);
+    const writtenBytes = bytesWritten() - written0;
     return {
       chunks,
       documents,
@@ -376,6 +394,8 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
       wallMs,
       embedMs: embedMs(),
       maxRssKb: process.resourceUsage().maxRSS,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      writtenBytes,
     };
   } finally {
     await kl.close();
@@ -776,6 +796,8 @@ function printTable(rows: Row[]): void {
         `(the corpus has ${i.baseDocs.toLocaleString("en-US")} real documents; passes over it: ${i.copies}, ` +
         `${i.copies > 1 ? `passes 2–${i.copies} are copies whose words carry suffixes, see bench/scale.ts` : "no copies needed"}); ` +
         `ingest wall ${duration(i.wallMs)}, of which embedding requests ${duration(i.embedMs)}; ` +
+        `ingest process CPU ${(i.cpuMs / i.chunks).toFixed(2)} ms/chunk (user + system, embedding client included; ` +
+        `independent of other load), ${Math.round(i.writtenBytes / i.chunks / 1024).toLocaleString("en-US")} KB written/chunk; ` +
         `extraction of the ${i.baseFiles} base files ${duration(i.extractMs)} (${(i.baseChars / 1e6).toFixed(1)} M chars incl. JSONL corpora), not in chunks/s; ` +
         `data dir ${(r.bytes / 1e6).toFixed(0)} MB; run ${duration(r.seconds * 1000)}.`,
     );

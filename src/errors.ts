@@ -35,3 +35,40 @@ export class ExtractionError extends KnowledgeLayerError {
     this.name = "ExtractionError";
   }
 }
+
+/**
+ * Raised when a named resource (an agent, a document, an attachment) does not exist or
+ * is not visible to the caller. The HTTP API answers 404.
+ */
+export class NotFoundError extends KnowledgeLayerError {
+  constructor(message: string) {
+    super(message);
+    this.name = "NotFoundError";
+  }
+}
+
+/**
+ * Raised when a write conflicts with what exists (a name already taken). The HTTP API
+ * answers 409; `field` names the input at fault (dotted path), when there is one.
+ */
+export class ConflictError extends KnowledgeLayerError {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = "ConflictError";
+  }
+}
+
+/**
+ * A command line used wrongly: options that do not go together, a required option
+ * missing, an argument of the wrong form. The CLI prints the message and exits 2 (as
+ * for commander's own usage errors: unknown option, missing argument).
+ */
+export class UsageError extends KnowledgeLayerError {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}

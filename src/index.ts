@@ -50,7 +50,22 @@ export {
 } from "./extract/index.js";
 export type { IngestProgress, IngestSummary } from "./ingest/pipeline.js";
 export {
+  type Agent,
+  type AgentInput,
+  type ApiKeyInfo,
+  type AttachmentRetrievalConfig,
+  type CatalogBackend,
+  type DocumentDetails,
+  type DocumentRecord,
+  type JobEventRecord,
+  type JobRecord,
+  type JobState,
+  type JobStatus,
+  type JobSummary,
+  type KbUpdate,
   KnowledgeLayer,
+  type NewApiKey,
+  type NewJob,
   type SearchOptions,
   type SearchResponse,
   type SearchResult,
@@ -83,6 +98,7 @@ export {
 export { type CjkSegmentation, tokenize } from "./retrieve/tokenizer.js";
 export { errorForLog, errorText, isSecretKey, MASK, maskUrl, redactSecrets, redactText } from "./secrets.js";
 export { buildServer, type ServerOptions } from "./server/app.js";
+export type * from "./store/catalog-contract.js";
 // Server adapters (their clients load only when a store of that type is used through createVectorStore).
 export type { ChromaVectorStore, ChromaVectorStoreOptions } from "./store/chroma.js";
 export type * from "./store/contract.js";

@@ -17,7 +17,7 @@ import {
 } from "./config.js";
 import { CachedEmbedder } from "./embed/cache.js";
 import { createEmbedder } from "./embed/index.js";
-import { ConfigError, KnowledgeLayerError } from "./errors.js";
+import { ConfigError, KnowledgeLayerError, NotFoundError } from "./errors.js";
 import type { ExtractOptions } from "./extract/contract.js";
 import {
   checkUserMetadata,
@@ -28,10 +28,12 @@ import {
   ingestDocuments,
   ingestPaths,
   pipelineHash,
+  removeDocuments,
+  type UserMetadata,
 } from "./ingest/pipeline.js";
 import { createReranker, type Reranker } from "./rerank/index.js";
 import type { Attribution } from "./retrieve/attribution.js";
-import { Bm25Index } from "./retrieve/bm25.js";
+import type { Bm25Index } from "./retrieve/bm25.js";
 import { createLlmExpander } from "./retrieve/expansion.js";
 import { type Filter, type FilterScalar, parseFilter } from "./retrieve/filter.js";
 import {
@@ -43,13 +45,52 @@ import {
   retrieve,
 } from "./retrieve/search.js";
 import { redactText } from "./secrets.js";
-import { Catalog, type DocumentRecord, type KbCounts, type KbRecord } from "./store/catalog.js";
+import type { Agent, AgentInput, AgentPatch, AttachmentRetrievalConfig } from "./store/agents.js";
+import type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
+import type { Catalog, DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
 import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
+import type { JobEventRecord, JobIssue, JobRecord, JobStep, JobStore, NewJob } from "./store/jobs.js";
+import type { MemoryStore } from "./store/memories.js";
+
+export type {
+  JobEventRecord,
+  JobFileRecord,
+  JobFileResult,
+  JobIssue,
+  JobOptions,
+  JobRecord,
+  JobState,
+  JobStatus,
+  JobStep,
+  JobSummary,
+  NewJob,
+} from "./store/jobs.js";
+
 import { chunkPayload, type FillProgress, FillVerificationError, fillCollection } from "./store/migrate.js";
+import { SqliteCatalogBackend } from "./store/sqlite-catalog.js";
 import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
-import type { ExtractedDocument } from "./types.js";
+import type { DocumentMetadata, ExtractedDocument } from "./types.js";
+
+// The types (and pure config helpers) adapters need, so they never import from `store/`.
+export type { Agent, AgentInput, AgentPatch, Attachment, AttachmentRetrievalConfig } from "./store/agents.js";
+export type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
+export type { DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
+export type { CatalogBackend } from "./store/catalog-contract.js";
+export { collectionOf, describeStore } from "./store/index.js";
+export type { Memory, MemoryModel, MemoryStore } from "./store/memories.js";
+
+/** A document with its metadata (what `kl docs show` and the HTTP API show of one). */
+export type DocumentDetails = DocumentRecord & { metadata: DocumentMetadata };
+
+/** The settings of a KB that can change once it exists (see {@link KnowledgeLayer.updateKb}). */
+export interface KbUpdate {
+  /** Retrieval settings laid over the current ones, key by key. */
+  retrieval?: Partial<KnowledgeBaseConfig["retrieval"]>;
+  /** Extraction settings laid over the current ones, section by section and key by key. */
+  extraction?: DeepPartial<ExtractOptions>;
+}
 
 /** Options for {@link KnowledgeLayer.search}. Unset fields come from each KB's retrieval config. */
 export interface SearchOptions {
@@ -191,13 +232,33 @@ export interface IngestOptions {
    */
   signal?: AbortSignal;
   /**
-   * User metadata stored on every document of this ingest (filters read it by key;
-   * results show it in `source.metadata`); keys must not be source attributes (`type`,
-   * `path`, `date`…). Changing it re-ingests unchanged files.
+   * User metadata set on every document of this ingest (filters read it by key; results
+   * show it in `source.metadata`); keys must not be source attributes (`type`, `path`,
+   * `date`…). It sticks: documents keep metadata given at earlier ingests until it is
+   * changed (a later ingest without it keeps it); a key given again gets the new value,
+   * a `null` value removes the key. Changing it re-ingests unchanged files (their
+   * embeddings come from the cache).
    */
-  metadata?: Record<string, FilterScalar>;
-  /** Tags added to every document's `tags` (front matter tags are kept); filter with `$contains`. */
+  metadata?: Record<string, FilterScalar | null>;
+  /**
+   * Tags added to every document's `tags` (front matter tags are kept); filter with
+   * `$contains`. They stick as `metadata` does.
+   */
   tags?: string[];
+  /** Tags given at earlier ingests to remove from every document of this ingest. */
+  removeTags?: string[];
+  /**
+   * Forget the metadata and tags given at earlier ingests before applying this run's
+   * `metadata` and `tags` (alone: clear them).
+   */
+  replaceMetadata?: boolean;
+  /**
+   * The stored ingest job and file (0-based) this ingest does (see {@link KnowledgeLayer.createJob}):
+   * the documents each source writes are recorded for it in the same transaction
+   * ({@link KnowledgeLayer.jobFileDocuments}), so a job resumed after a crash knows exactly
+   * what was committed.
+   */
+  job?: { id: string; file: number };
 }
 
 /**
@@ -213,17 +274,32 @@ export interface IngestOptions {
  * ```
  */
 export class KnowledgeLayer {
+  /**
+   * The SQLite catalog. Internal: for the library's own stages and for tests; adapters
+   * (CLI, HTTP, MCP, agents) use the public operations below (`test/architecture.test.ts`).
+   */
   readonly catalog: Catalog;
-  /** The embedded vector store (in `kl.db`), used by KBs whose `vectorStore.type` is `sqlite`. */
+  /**
+   * The embedded vector store (in `kl.db`), used by KBs whose `vectorStore.type` is
+   * `sqlite`. Internal, like {@link catalog}.
+   */
   readonly store: SqliteVectorStore;
   private readonly stores = new Map<string, Promise<VectorStore>>();
+  /** The BM25 keyword index. Internal, like {@link catalog}. */
   readonly bm25: Bm25Index;
+  /**
+   * The catalog behind the contract of `store/catalog-contract.ts` (the embedded SQLite
+   * database today). The facade's asynchronous operations go through it.
+   */
+  private readonly backend: SqliteCatalogBackend;
   private readonly embedders = new Map<string, CachedEmbedder>();
   private readonly rerankers = new Map<string, Reranker>();
   private readonly expanders = new Map<string, QueryExpander>();
+  private readonly jobs: JobStore;
 
   private constructor(
     readonly dataDir: string,
+    /** The database connection. Internal, like {@link catalog}. */
     readonly db: Db,
     /** Search-result and query-embedding cache (see {@link OpenOptions.cache}). */
     readonly cache: Cache,
@@ -231,9 +307,11 @@ export class KnowledgeLayer {
     readonly offThread = false,
     private readonly cacheScope?: (kb: string) => string,
   ) {
-    this.catalog = new Catalog(db);
+    this.backend = new SqliteCatalogBackend(db);
+    this.catalog = this.backend.catalog;
     this.store = new SqliteVectorStore(db);
-    this.bm25 = new Bm25Index(db);
+    this.bm25 = this.backend.bm25;
+    this.jobs = this.backend.jobRows;
   }
 
   /**
@@ -340,18 +418,54 @@ export class KnowledgeLayer {
     validateKbConfig(config);
     checkEmbedder(config);
     this.checkCollectionFree(config);
-    // The reranker's own settings (URLs, model names, keys) are checked now, not at the first search.
-    const rc = config.retrieval.reranker;
-    if (rc.type !== "auto" && rc.type !== "none") {
-      try {
-        createReranker(rc, {});
-      } catch (err) {
-        if (err instanceof ConfigError)
-          throw new ConfigError(`knowledge base "${name}": retrieval.${err.message}`);
-        throw err;
-      }
-    }
+    checkReranker(config);
     return this.catalog.insertKb(config);
+  }
+
+  /**
+   * Changes the settings of a KB that may change once it exists: `retrieval` (laid over
+   * the current settings key by key; the BM25 analyzer only while the KB has no
+   * documents) and `extraction` (section by section). The result is validated like a
+   * new KB's, reranker settings included, before it is stored.
+   * @throws KnowledgeLayerError for an unknown KB; ConfigError naming the field
+   *   (`knowledge base "x": retrieval.analyzer …`) for an invalid or fixed setting.
+   */
+  updateKb(name: string, update: KbUpdate): KbRecord {
+    const kb = this.catalog.getKb(name);
+    if (!kb) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
+    const next: KnowledgeBaseConfig = { ...kb.config };
+    if (update.retrieval) {
+      const analyzer = update.retrieval.analyzer;
+      if (analyzer !== undefined && analyzer !== kb.config.retrieval.analyzer) {
+        const { documents } = this.catalog.counts(name);
+        if (documents > 0)
+          throw new ConfigError(
+            `knowledge base "${name}": retrieval.analyzer is fixed once documents are indexed (it has ${documents}); create a new knowledge base to change it`,
+          );
+      }
+      next.retrieval = { ...kb.config.retrieval, ...defined(update.retrieval) };
+    }
+    if (update.extraction) next.extraction = mergeExtraction(name, kb.config.extraction, update.extraction);
+    validateKbConfig(next);
+    checkReranker(next);
+    this.catalog.updateKbConfig(next);
+    return this.catalog.getKb(name) as KbRecord;
+  }
+
+  /**
+   * A knowledge base, or undefined when there is none of that name. Unlike
+   * {@link getKb} it never creates the default KB and never throws.
+   */
+  findKb(name: string): KbRecord | undefined {
+    return this.catalog.getKb(name);
+  }
+
+  /**
+   * The knowledge bases that exist, by name, without counts. Unlike {@link listKbs} it
+   * does not create the default KB.
+   */
+  knowledgeBases(): KbRecord[] {
+    return this.catalog.listKbs();
   }
 
   /**
@@ -376,8 +490,8 @@ export class KnowledgeLayer {
 
   /**
    * Deletes a knowledge base with its documents, chunks, BM25 postings and
-   * vectors, in one transaction. Cached embeddings are kept, so re-ingesting the
-   * same texts later costs no model calls.
+   * vectors, in one transaction, and detaches it from every agent. Cached
+   * embeddings are kept, so re-ingesting the same texts later costs no model calls.
    * @throws KnowledgeLayerError for an unknown KB.
    */
   async deleteKb(name: string, options: { force?: boolean } = {}): Promise<{ warning?: string }> {
@@ -385,10 +499,12 @@ export class KnowledgeLayer {
     if (!kb) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
     const collection = collectionOf(kb.config);
     if (kb.config.vectorStore.type === "sqlite") {
+      const agents = this.backend.agentRows();
       this.db
         .transaction(() => {
           this.store.dropCollectionSync(collection);
           this.catalog.deleteKb(name);
+          agents.detachEverywhere(name);
         })
         .immediate();
       return {};
@@ -407,7 +523,13 @@ export class KnowledgeLayer {
       }
       warning = `collection "${collection}" was left on ${describeStore(kb.config.vectorStore)}: ${(err as Error).message}`;
     }
-    this.db.transaction(() => this.catalog.deleteKb(name)).immediate();
+    const agents = this.backend.agentRows();
+    this.db
+      .transaction(() => {
+        this.catalog.deleteKb(name);
+        agents.detachEverywhere(name);
+      })
+      .immediate();
     return warning ? { warning } : {};
   }
 
@@ -611,14 +733,208 @@ export class KnowledgeLayer {
 
   /**
    * Documents by id: of one KB or all, with a filter those with at least one matching
-   * chunk (the filter language of {@link SearchOptions.filter}).
+   * chunk (the filter language of {@link SearchOptions.filter}); a page of at most `limit`
+   * after id `afterId` (keyset paging) or after skipping `offset` documents. `kl docs
+   * list`, `kl docs rm --where` and HTTP `GET /kbs/:kb/documents` call it.
    * @throws FilterError for a malformed filter.
    */
+  listDocuments(options?: {
+    kb?: string;
+    filter?: Filter;
+    afterId?: number;
+    limit?: number;
+    offset?: number;
+    metadata?: false;
+  }): DocumentRecord[];
+  /** {@link listDocuments} with each document's metadata (as `kl docs show` prints it). */
+  listDocuments(options: {
+    kb?: string;
+    filter?: Filter;
+    afterId?: number;
+    limit?: number;
+    offset?: number;
+    metadata: true;
+  }): DocumentDetails[];
   listDocuments(
-    options: { kb?: string; filter?: Filter; afterId?: number; limit?: number } = {},
+    options: {
+      kb?: string;
+      filter?: Filter;
+      afterId?: number;
+      limit?: number;
+      offset?: number;
+      metadata?: boolean;
+    } = {},
   ): DocumentRecord[] {
     const filter = options.filter === undefined ? undefined : parseFilter(options.filter);
     return this.catalog.listDocuments(options.kb, { ...options, filter });
+  }
+
+  /**
+   * Number of documents of one KB or all; with a filter, of those with at least one
+   * matching chunk (as {@link listDocuments}).
+   * @throws FilterError for a malformed filter.
+   */
+  async countDocuments(options: { kb?: string; filter?: Filter } = {}): Promise<number> {
+    const filter = options.filter === undefined ? undefined : parseFilter(options.filter);
+    return this.backend.documents.count(options.kb, filter);
+  }
+
+  /**
+   * A document by id with its metadata; undefined when there is none (or, with `kb`,
+   * when it belongs to another KB).
+   */
+  async getDocument(id: number, options: { kb?: string } = {}): Promise<DocumentDetails | undefined> {
+    if (!Number.isSafeInteger(id)) return undefined;
+    const doc = await this.backend.documents.byId(id);
+    if (!doc || (options.kb !== undefined && doc.kb !== options.kb)) return undefined;
+    return doc;
+  }
+
+  /** A document of a KB by its URI, with its metadata, or undefined. */
+  async getDocumentByUri(kb: string, uri: string): Promise<DocumentDetails | undefined> {
+    const doc = await this.backend.documents.byUri(kb, uri);
+    return doc && this.backend.documents.byId(doc.id);
+  }
+
+  /** The documents of a KB whose source path is `path` (a mailbox or a Slack export yields several). */
+  documentsAtPath(kb: string, path: string): Promise<DocumentRecord[]> {
+    return this.backend.documents.atPath(kb, path);
+  }
+
+  /**
+   * The documents of a KB that came from source `uri`: the document of that uri and its
+   * child documents (`<uri>#…`: attachments, messages of a mailbox), by id.
+   */
+  documentsOfSource(kb: string, uri: string): DocumentRecord[] {
+    return this.catalog.documentsOfSource(kb, uri);
+  }
+
+  /** The extracted text of a document (the text chunk offsets refer to); empty for an unknown id. */
+  documentText(id: number): Promise<string> {
+    return this.backend.documents.text(id);
+  }
+
+  /**
+   * Deletes documents of a KB with their chunks, BM25 postings and vectors: the one
+   * document deletion behind `kl docs rm`, HTTP `DELETE /kbs/:kb/documents/:id` and an
+   * upload that replaces a source (see `removeDocuments` in `ingest/pipeline.ts` for the
+   * transaction rules). Ids that are not documents of the KB are ignored.
+   * @returns the number of documents deleted.
+   * @throws KnowledgeLayerError for an unknown KB, or naming the vector store when it
+   *   cannot be reached.
+   */
+  async deleteDocuments(kb: string, ids: readonly number[]): Promise<number> {
+    const record = this.catalog.getKb(kb);
+    if (!record) throw new KnowledgeLayerError(`unknown knowledge base "${kb}"`);
+    if (ids.length === 0) return 0;
+    return removeDocuments(
+      {
+        catalog: this.catalog,
+        bm25: this.bm25,
+        store: await this.vectorStore(record.config),
+        config: record.config,
+        collection: collectionOf(record.config),
+      },
+      ids,
+    );
+  }
+
+  /**
+   * Resolves when the data directory's database answers (a health check).
+   * @throws when it does not (closed, unreadable).
+   */
+  checkHealth(): Promise<void> {
+    return this.backend.ping();
+  }
+
+  // ---- API keys of the HTTP API (tenants) ----
+
+  /**
+   * Creates an API key for `tenant` (`kl apikey create`). The key itself is returned
+   * only here: the database keeps its SHA-256.
+   * @throws KnowledgeLayerError for an invalid tenant name.
+   */
+  createApiKey(tenant: string, label?: string): Promise<NewApiKey> {
+    return this.backend.apiKeys.create(tenant, label);
+  }
+
+  /** API keys (all, or one tenant's), oldest first, never the keys themselves. */
+  listApiKeys(tenant?: string): Promise<ApiKeyInfo[]> {
+    return this.backend.apiKeys.list(tenant);
+  }
+
+  /** Deletes an API key by id; true when it existed. */
+  revokeApiKey(id: string): Promise<boolean> {
+    return this.backend.apiKeys.revoke(id);
+  }
+
+  /** The tenant an API key belongs to, or undefined when the key is unknown. */
+  tenantOfApiKey(key: string): Promise<string | undefined> {
+    return this.backend.apiKeys.tenantOf(key);
+  }
+
+  // ---- agents: retrieval profiles of a tenant with attached KBs ----
+
+  /**
+   * Creates an agent of `tenant` with its attachments (catalog KB names), in one transaction.
+   * @throws ConflictError (field `name`) when the tenant has an agent of that name.
+   */
+  createAgent(tenant: string, input: AgentInput): Promise<Agent> {
+    return this.backend.agents.create(tenant, input);
+  }
+
+  /** The tenant's agents, by name. */
+  listAgents(tenant: string): Promise<Agent[]> {
+    return this.backend.agents.list(tenant);
+  }
+
+  /** One of the tenant's agents, or undefined (also when it is another tenant's). */
+  getAgent(tenant: string, id: string): Promise<Agent | undefined> {
+    return this.backend.agents.get(tenant, id);
+  }
+
+  /**
+   * Changes an agent's name, description, default topK or inline limit (`null` clears the description).
+   * @throws NotFoundError for an unknown agent; ConflictError for a name another agent of the tenant has.
+   */
+  updateAgent(tenant: string, id: string, patch: AgentPatch): Promise<Agent> {
+    return this.backend.agents.update(tenant, id, patch);
+  }
+
+  /** Deletes an agent and its attachments; false when the tenant has no such agent. */
+  deleteAgent(tenant: string, id: string): Promise<boolean> {
+    return this.backend.agents.delete(tenant, id);
+  }
+
+  /**
+   * Attaches a KB (catalog name) to an agent, or replaces the attachment's settings.
+   * @throws NotFoundError for an unknown agent or KB.
+   */
+  async attachKb(
+    tenant: string,
+    agentId: string,
+    kb: string,
+    config: AttachmentRetrievalConfig = {},
+  ): Promise<Agent> {
+    if (!(await this.backend.kbs.get(kb))) throw new NotFoundError(`knowledge base "${kb}" not found`);
+    return this.backend.agents.setAttachment(tenant, agentId, kb, config);
+  }
+
+  /**
+   * Detaches a KB (catalog name) from an agent.
+   * @throws NotFoundError for an unknown agent or a KB that is not attached.
+   */
+  detachKb(tenant: string, agentId: string, kb: string): Promise<Agent> {
+    return this.backend.agents.detach(tenant, agentId, kb);
+  }
+
+  /**
+   * The conversation-memory rows (`agent/memory.ts` builds recall on them), their tables
+   * created on first use. Synchronous, SQLite-bound: `ConversationMemory`'s `list` and
+   * `forget` are synchronous (the contract's asynchronous form is `CatalogBackend.memories`).
+   */
+  get memories(): MemoryStore {
+    return this.backend.memoryRows();
   }
 
   /** Ingests files and folders into a KB (see `ingest/pipeline.ts`). */
@@ -638,6 +954,62 @@ export class KnowledgeLayer {
     const summary = await ingestDocuments(ctx, docs, options.embed ?? true);
     this.syncVectorIndex(ctx);
     return summary;
+  }
+
+  // ---- durable ingest jobs (the HTTP API's uploads; see store/jobs.ts) ----
+
+  /** Stores a new `queued` ingest job with its uploaded files (one transaction); returns it. */
+  createJob(job: NewJob): JobRecord {
+    return this.jobs.create(job);
+  }
+
+  /** A stored ingest job by id, or undefined (never stored, or pruned). */
+  getJob(id: string): JobRecord | undefined {
+    return this.jobs.get(id);
+  }
+
+  /** A tenant's stored ingest jobs, newest first (files without `prior` and `result`; {@link getJob} has them). */
+  listJobs(tenant: string): JobRecord[] {
+    return this.jobs.list(tenant);
+  }
+
+  /** Ingest jobs queued or running (every tenant's), in submission order: what a starting server resumes. */
+  pendingJobs(): JobRecord[] {
+    return this.jobs.pending();
+  }
+
+  /** Ids of the ingest jobs queued or running on a KB (catalog name), in submission order. */
+  activeJobs(kb: string): string[] {
+    return this.jobs.active(kb);
+  }
+
+  /** An ingest job's stored events after event id `afterSeq` (0: all), in order. */
+  jobEvents(id: string, afterSeq = 0): JobEventRecord[] {
+    return this.jobs.events(id, afterSeq);
+  }
+
+  /**
+   * One step of an ingest job in one transaction: its new state, optionally a file's
+   * progress, and the event the step is. Returns the job as it now is and the event.
+   * @throws Error when the job is not stored.
+   */
+  advanceJob(id: string, step: JobStep): { job: JobRecord; event?: JobEventRecord } {
+    return this.jobs.advance(id, step);
+  }
+
+  /** Documents (uri, chunks, warnings) that ingests of file `file` of a job committed (see {@link IngestOptions.job}). */
+  jobFileDocuments(id: string, file: number): { uri: string; chunks: number; warnings: JobIssue[] }[] {
+    return this.jobs.documents(id, file);
+  }
+
+  /** Deletes a tenant's finished ingest jobs but the newest `keep`; returns how many went. */
+  pruneJobs(tenant: string, keep: number): number {
+    return this.jobs.prune(tenant, keep);
+  }
+
+  /** Tenants with stored ingest jobs. */
+  jobTenants(): string[] {
+    return this.jobs.tenants();
   }
 
   /**
@@ -881,10 +1253,16 @@ export class KnowledgeLayer {
   }
 
   private async ingestContext(options: IngestOptions): Promise<IngestContext> {
-    const userMetadata = { meta: options.metadata, tags: options.tags };
+    const userMetadata: UserMetadata = {
+      meta: options.metadata,
+      tags: options.tags,
+      untag: options.removeTags,
+      replace: options.replaceMetadata,
+    };
     checkUserMetadata(userMetadata);
     const kb = this.getKb(options.kb ?? DEFAULT_KB);
     const embed = options.embed ?? true;
+    const job = options.job;
     return {
       catalog: this.catalog,
       bm25: this.bm25,
@@ -903,6 +1281,15 @@ export class KnowledgeLayer {
       signal: options.signal,
       userMetadata,
       situator: this.situator(kb.config),
+      onUnitWritten: job
+        ? (unit) =>
+            this.jobs.recordDocuments(
+              job.id,
+              job.file,
+              unit.documents,
+              unit.warnings.map((w) => ({ file: w.path, reason: w.reason })),
+            )
+        : undefined,
     };
   }
 }
@@ -923,6 +1310,42 @@ function checkEmbedder(config: KnowledgeBaseConfig): void {
       throw new ConfigError(`knowledge base "${config.name}": embedding: ${err.message}`);
     throw err;
   }
+}
+
+/**
+ * Builds (without loading or calling it) the reranker of a KB config, so its own settings
+ * (URLs, model names, keys) are checked when the KB is created or changed, not at the first
+ * search. `auto` and `none` need nothing.
+ * @throws ConfigError naming the KB and the field (`retrieval.reranker…`).
+ */
+function checkReranker(config: KnowledgeBaseConfig): void {
+  const rc = config.retrieval.reranker;
+  if (rc.type === "auto" || rc.type === "none") return;
+  try {
+    createReranker(rc, {});
+  } catch (err) {
+    if (err instanceof ConfigError)
+      throw new ConfigError(`knowledge base "${config.name}": retrieval.${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * `base` with the sections of `patch` laid over it, key by key.
+ * @throws ConfigError naming the KB and a section that is not an object.
+ */
+function mergeExtraction(
+  kb: string,
+  base: ExtractOptions | undefined,
+  patch: DeepPartial<ExtractOptions>,
+): ExtractOptions {
+  const out: Record<string, unknown> = { ...base };
+  for (const [section, value] of Object.entries(patch)) {
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      throw new ConfigError(`knowledge base "${kb}": extraction.${section} must be an object`);
+    out[section] = { ...(out[section] as Record<string, unknown> | undefined), ...value };
+  }
+  return out as ExtractOptions;
 }
 
 /**

@@ -32,6 +32,8 @@ export interface DocumentMetadata {
   cc?: string[];
   subject?: string;
   date?: string;
+  /** Email: the mailboxes of `From`, `To` and `Cc`, each `{ name?, address? }` (address lower-cased). */
+  mailboxes?: Partial<Record<"from" | "to" | "cc", { name?: string; address?: string }[]>>;
   messageId?: string;
   /** Slack: channel name (without `#`). */
   channel?: string;

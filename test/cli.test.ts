@@ -98,8 +98,9 @@ describe("kl CLI", () => {
     const empty = kl("search", "--kb", "manuals", "   ");
     expect(empty.code).toBe(1);
     expect(empty.stderr).toContain("the query is empty");
+    // An option value its parser refuses is a usage error: exit 2.
     const huge = kl("search", "--kb", "manuals", "-k", "99999999", "types");
-    expect(huge.code).toBe(1);
+    expect(huge.code).toBe(2);
     expect(huge.stderr).toContain("--top-k must be an integer from 1 to 10000");
     const human = kl("search", "--kb", "manuals", "--mode", "keyword", "floating-point types");
     expect(human.stdout).toMatch(/^1\. \[\d+\.\d+\] .*ch03-02-data-types\.md/m);
@@ -251,7 +252,7 @@ describe("kl CLI", () => {
     });
     expect(kl("kb", "show", "notes").stdout).toContain("cut where distance > p90, chunks 50–600");
     const bad = kl("kb", "create", "x2", "--threshold", "1.5");
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--threshold must be a cosine similarity from -1 to 1");
   });
 

@@ -224,9 +224,13 @@ describe("crash safety of ingest", () => {
         metadata: { path: "mem:other", type: "text" as const },
       };
       await kl.ingestDocuments([doc("The first version mentions a heron.")], { embed: false });
-      // The chunk insert fails inside the transaction, after the old version's rows were deleted in it.
-      vi.spyOn(kl.catalog, "insertChunk").mockImplementationOnce(() => {
-        throw new Error("disk I/O error");
+      // The chunk insert of the new version fails inside the transaction, after the old
+      // version's rows were deleted in it (every time: the group is written again source by
+      // source after a failure, and only this source is left out).
+      const insertChunk = kl.catalog.insertChunk.bind(kl.catalog);
+      vi.spyOn(kl.catalog, "insertChunk").mockImplementation((...args) => {
+        if (args[2].text.includes("kingfisher")) throw new Error("disk I/O error");
+        return insertChunk(...args);
       });
       const s = await kl.ingestDocuments([doc("The second version mentions a kingfisher."), other], {
         embed: false,
@@ -242,6 +246,29 @@ describe("crash safety of ingest", () => {
       expect((await kl.search("kingfisher", { mode: "keyword" })).results).toHaveLength(0);
       expect((await kl.search("gardening", { mode: "keyword" })).results[0]?.source.uri).toBe("mem:other");
       expect(kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
+    });
+  });
+});
+
+describe("group commit of the embedded store", () => {
+  it("a source that fails once is written again on its own: nothing is lost", async () => {
+    await withKnowledgeLayer(async (kl) => {
+      const doc = (uri: string, text: string) => ({
+        uri,
+        text,
+        metadata: { path: uri, type: "text" as const },
+      });
+      vi.spyOn(kl.catalog, "insertChunk").mockImplementationOnce(() => {
+        throw new Error("disk I/O error");
+      });
+      const s = await kl.ingestDocuments(
+        [doc("mem:a", "A note about a kingfisher."), doc("mem:b", "A note about a heron.")],
+        { embed: false },
+      );
+      expect(s.errors).toEqual([]);
+      expect(s).toMatchObject({ added: 2, documents: 2, chunks: 2 });
+      expect(kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
+      expect((await kl.search("kingfisher", { mode: "keyword" })).results[0]?.source.uri).toBe("mem:a");
     });
   });
 });

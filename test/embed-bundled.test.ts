@@ -321,7 +321,10 @@ describe("BundledEmbedder worker pool", () => {
     const queries = await watchEventLoop(async () => {
       for (let i = 0; i < 10; i++) await off.embedQuery(`how do I install rust ${i}`);
     });
-    expect(queries.ticks).toBeGreaterThanOrEqual(10);
+    // Ten warm queries may take only a few milliseconds on onnxruntime, so the tick count is
+    // held to the time they took (a 2 ms timer, allowing for a loaded machine); the gap check is
+    // what shows the loop was never blocked.
+    expect(queries.ticks).toBeGreaterThanOrEqual(Math.min(10, Math.floor(queries.elapsed / 20)));
     expect(queries.longestGap).toBeLessThan(Math.max(100, queries.elapsed / 2));
     expect(off.workerThreadIds).not.toContain(threadId);
     await off.close();

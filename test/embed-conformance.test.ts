@@ -1,6 +1,7 @@
 /**
  * Every embedding provider runs the shared contract suite
- * (test/conformance/embedder.ts): the bundled USE-lite model, the local
+ * (test/conformance/embedder.ts): the bundled USE-lite model and its static
+ * table (use-lite-static), the local
  * provider on a tiny real ONNX model built by the test (a plain and a
  * bge-named one, with its query instruction and CLS pooling), and the remote
  * providers against local servers speaking their wire formats (OpenAI,
@@ -10,6 +11,7 @@
 import { HuggingFaceEmbedder } from "../src/embed/huggingface.js";
 import { createEmbedder } from "../src/embed/index.js";
 import { BGE_QUERY_INSTRUCTION } from "../src/embed/models.js";
+import { StaticEmbedder } from "../src/embed/static.js";
 import { embedderConformance } from "./conformance/embedder.js";
 import {
   cohereEmbedResponder,
@@ -31,6 +33,23 @@ embedderConformance(
   () => ({ embedder: createEmbedder({ provider: "bundled", model: "use-lite", batchSize: 32 }) }),
   // Texts are grouped by length, which changes vectors at float-rounding level only.
   { provider: "bundled", query: "same", tolerance: 0.9999 },
+);
+
+embedderConformance(
+  "bundled (use-lite-static: table distilled from USE lite)",
+  () => ({
+    embedder: createEmbedder({ provider: "bundled", model: "use-lite-static" }),
+    broken: new StaticEmbedder({ tablePath: "/nonexistent/use-lite-static.bin" }),
+  }),
+  { provider: "bundled", query: "same" },
+);
+
+embedderConformance(
+  "bundled (use-lite-mix: int8 first window + table)",
+  () => ({ embedder: createEmbedder({ provider: "bundled", model: "use-lite-mix" }) }),
+  // The network part (use-lite-int8) quantises its activations with one scale per onnxruntime
+  // call, so a text's vector moves slightly with its batch-mates (cosine > 0.998 on short texts).
+  { provider: "bundled", query: "same", tolerance: 0.998 },
 );
 
 embedderConformance(

@@ -208,6 +208,10 @@ describe("email", () => {
       subject: "Saying Hello",
       from: "John Doe <jdoe@machine.example>",
       to: ["Mary Smith <mary@example.net>"],
+      mailboxes: {
+        from: [{ name: "John Doe", address: "jdoe@machine.example" }],
+        to: [{ name: "Mary Smith", address: "mary@example.net" }],
+      },
       date: "1997-11-21T15:55:06.000Z",
       messageId: "<1234@local.machine.example>",
       threadId: "<1234@local.machine.example>",

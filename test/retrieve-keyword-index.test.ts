@@ -3,8 +3,14 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
-import { Bm25Index, bm25Idf, bm25TermScore, DEFAULT_BM25_PARAMS } from "../src/retrieve/bm25.js";
-import { decodeBlock, emptyList } from "../src/retrieve/postings.js";
+import {
+  Bm25Index,
+  bm25Idf,
+  bm25TermScore,
+  compareTerms,
+  DEFAULT_BM25_PARAMS,
+} from "../src/retrieve/bm25.js";
+import { blockRows, decodeBlock, emptyList } from "../src/retrieve/postings.js";
 import { analyzerOptions, tokenize } from "../src/retrieve/tokenizer.js";
 import { Catalog } from "../src/store/catalog.js";
 import { type Db, openDatabase, recountKbStats, SCHEMA_VERSION } from "../src/store/database.js";
@@ -190,12 +196,27 @@ describe("keyword index: statistics kept by triggers and exact MaxScore top-k", 
         expect(indexed.has(id), `chunk ${id} indexed`).toBe(true);
     for (const id of indexed) expect(model.get(id)?.kb, `chunk ${id} is a live chunk of ${kb}`).toBe(kb);
     const df = new Map<string, number>();
-    for (const [term, data] of db.prepare("SELECT term, data FROM kw_blocks WHERE kb = ?").raw().all(kb) as [
-      string,
-      Buffer,
-    ][])
-      df.set(term, (df.get(term) ?? 0) + decodeBlock(data, emptyList()).ids.length);
-    const kept = db.prepare("SELECT term, df FROM kw_terms WHERE kb = ?").raw().all(kb) as [string, number][];
+    const segments = new Map(
+      (
+        db.prepare("SELECT seg, min_id, max_id FROM kw_segments WHERE kb = ?").raw().all(kb) as number[][]
+      ).map(([seg, min, max]) => [seg, [min, max]]),
+    );
+    for (const [seg, term, n, data] of db
+      .prepare("SELECT seg, term, n, data FROM kw_seg_blocks WHERE kb = ?")
+      .raw()
+      .all(kb) as [number, string, number, Buffer][]) {
+      const ids = decodeBlock(data, emptyList()).ids;
+      expect(ids.length).toBe(n);
+      // Every block belongs to a live segment and holds ids of its range.
+      const range = segments.get(seg) as number[];
+      expect(range, `segment ${seg}`).toBeDefined();
+      for (const id of ids) expect(id >= (range[0] as number) && id <= (range[1] as number)).toBe(true);
+      df.set(term, (df.get(term) ?? 0) + ids.length);
+    }
+    const kept = db
+      .prepare("SELECT term, sum(df) FROM kw_seg_terms WHERE kb = ? GROUP BY term")
+      .raw()
+      .all(kb) as [string, number][];
     expect(new Map(kept)).toEqual(df);
   };
 
@@ -246,7 +267,7 @@ describe("keyword index: statistics kept by triggers and exact MaxScore top-k", 
     })();
     expect(bm25.indexedChunkIds(kb).size).toBe(300);
     const rows = db
-      .prepare("SELECT term, n, data FROM kw_blocks WHERE kb = ? ORDER BY term, last_id")
+      .prepare("SELECT term, n, data FROM kw_seg_blocks WHERE kb = ? ORDER BY term, seg, last_id")
       .raw()
       .all(kb) as [string, number, Buffer][];
     const river = rows
@@ -257,10 +278,45 @@ describe("keyword index: statistics kept by triggers and exact MaxScore top-k", 
         expect(n).toBeLessThanOrEqual(128);
         return list.ids;
       });
-    expect(river).toEqual(Array.from({ length: 300 }, (_, i) => 1000 + i));
-    expect(db.prepare("SELECT df FROM kw_terms WHERE kb = ? AND term = 'river'").pluck().get(kb)).toBe(300);
+    expect(river.sort((a, b) => a - b)).toEqual(Array.from({ length: 300 }, (_, i) => 1000 + i));
+    expect(
+      db.prepare("SELECT sum(df) FROM kw_seg_terms WHERE kb = ? AND term = 'river'").pluck().get(kb),
+    ).toBe(300);
     db.transaction(() => catalog.deleteKb(kb))();
     expect(bm25.indexedChunkIds(kb).size).toBe(0);
+  });
+
+  it("segments merge in tiers: search equals brute force and the segment count stays logarithmic", () => {
+    const rand = random(42);
+    const docs: number[] = [];
+    let most = 0;
+    for (let step = 0; step < 400; step++) {
+      // One segment per step (a flush per document), with deletes in between: tier-0
+      // segments merge every 8 flushes, and their merged segments again later.
+      if (rand() < 0.8 || docs.length === 0) docs.push(addDocument(rand, "seg"));
+      else deleteDocument(docs.splice(Math.floor(rand() * docs.length), 1)[0] as number);
+      db.transaction(() => bm25.flush("seg"))();
+      most = Math.max(most, bm25.segmentCount("seg"));
+      if (step % 40 === 39) {
+        checkIndex("seg");
+        checkSearch(rand, "seg");
+      }
+    }
+    expect(most).toBeLessThanOrEqual(2 * 8);
+    expect(kept(db)).toEqual(recount(db));
+    // A chunk deleted after its segment was merged leaves no posting behind.
+    for (const id of docs.splice(0, 20)) deleteDocument(id);
+    checkIndex("seg");
+    checkSearch(rand, "seg");
+  });
+
+  it("orders terms like SQLite (code points, surrogates after U+E000–FFFF)", () => {
+    const terms = ["b", "a", "\uffff", "\ud83d\ude00", "\ue000x", "ab", "\u00e9", "\u4e2d"];
+    const sqlite = db
+      .prepare("SELECT value FROM json_each(?) ORDER BY value COLLATE BINARY")
+      .pluck()
+      .all(JSON.stringify(terms)) as string[];
+    expect([...terms].sort(compareTerms)).toEqual(sqlite);
   });
 
   it("a rolled-back transaction leaves the statistics as they were", () => {
@@ -348,6 +404,83 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
     }
   });
 
+  it("migrates a schema-5 database: one list per term becomes each KB's first segment", async () => {
+    let before: unknown;
+    {
+      const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" } });
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      before = (await kl.search("ciphers references", { mode: "keyword", kbs: ["kw"] })).results;
+      await kl.close();
+    }
+    // Schema 5 kept one list per term (kw_blocks) and its df (kw_terms).
+    const raw = new Database(join(dataDir, "kl.db"));
+    raw.exec(`CREATE TABLE kw_blocks (kb TEXT NOT NULL, term TEXT NOT NULL, last_id INTEGER NOT NULL,
+      n INTEGER NOT NULL, max_tf INTEGER NOT NULL, min_len INTEGER NOT NULL, data BLOB NOT NULL,
+      PRIMARY KEY (kb, term, last_id)) WITHOUT ROWID;
+      CREATE TABLE kw_terms (kb TEXT NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
+      PRIMARY KEY (kb, term)) WITHOUT ROWID;`);
+    const lists = new Map<
+      string,
+      { kb: string; term: string; ids: number[]; tfs: number[]; lens: number[] }
+    >();
+    for (const [kb, term, data] of raw.prepare("SELECT kb, term, data FROM kw_seg_blocks").raw().all() as [
+      string,
+      string,
+      Buffer,
+    ][]) {
+      const key = `${kb}\u0000${term}`;
+      const list = lists.get(key) ?? { kb, term, ids: [], tfs: [], lens: [] };
+      decodeBlock(data, list);
+      lists.set(key, list);
+    }
+    const insertBlock = raw.prepare(
+      "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
+    for (const list of lists.values()) {
+      const order = list.ids
+        .map((_, i) => i)
+        .sort((x, y) => (list.ids[x] as number) - (list.ids[y] as number));
+      const sorted = {
+        ids: order.map((i) => list.ids[i] as number),
+        tfs: order.map((i) => list.tfs[i] as number),
+        lens: order.map((i) => list.lens[i] as number),
+      };
+      for (const b of blockRows(sorted))
+        insertBlock.run(list.kb, list.term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
+      raw
+        .prepare("INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?)")
+        .run(list.kb, list.term, sorted.ids.length);
+    }
+    const postings = raw.prepare("SELECT sum(n) FROM kw_seg_blocks").pluck().get();
+    raw.exec("DELETE FROM kw_seg_blocks; DELETE FROM kw_seg_terms; DELETE FROM kw_segments");
+    raw.prepare("UPDATE meta SET value = '5' WHERE key = 'schema_version'").run();
+    raw.close();
+    const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" } });
+    try {
+      expect(kl.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe(
+        String(SCHEMA_VERSION),
+      );
+      expect(
+        kl.db
+          .prepare("SELECT count(*) FROM sqlite_master WHERE name IN ('kw_blocks', 'kw_terms')")
+          .pluck()
+          .get(),
+      ).toBe(0);
+      expect(kl.db.prepare("SELECT sum(n) FROM kw_seg_blocks").pluck().get()).toBe(postings);
+      expect(kl.db.prepare("SELECT count(DISTINCT seg) FROM kw_seg_blocks").pluck().get()).toBe(1);
+      consistent(kl);
+      expect((await kl.search("ciphers references", { mode: "keyword", kbs: ["kw"] })).results).toEqual(
+        before,
+      );
+      writeFileSync(join(folder, "f.md"), "# Fresh\n\nCiphers after the migration.\n");
+      await kl.ingest([folder], { kb: "kw", embed: false });
+      consistent(kl);
+      expect(await ids(kl, "migration")).toEqual([join(folder, "f.md")]);
+    } finally {
+      await kl.close();
+    }
+  });
+
   it("migrates a schema-2 database: postings become blocks, kb_stats is built", async () => {
     writeFileSync(join(folder, "d.md"), "# Dangling\n\nReferences outlive nothing here; ciphers again.\n");
     let before: unknown;
@@ -359,7 +492,7 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
     }
     // Turn the file back into schema 2.
     const raw = new Database(join(dataDir, "kl.db"));
-    const blocksBefore = raw.prepare("SELECT sum(n) FROM kw_blocks").pluck().get();
+    const blocksBefore = raw.prepare("SELECT sum(n) FROM kw_seg_blocks").pluck().get();
     for (const t of raw.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").pluck().all()) {
       raw.exec(`DROP TRIGGER "${t}"`);
     }
@@ -368,7 +501,7 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
       tf INTEGER NOT NULL, PRIMARY KEY (kb, term, chunk_id)) WITHOUT ROWID`);
     expect(raw.prepare("SELECT count(*) FROM kw_pending").pluck().get()).toBe(0);
     const insert = raw.prepare("INSERT INTO postings (kb, term, chunk_id, tf) VALUES (?, ?, ?, ?)");
-    const blocks = raw.prepare("SELECT kb, term, data FROM kw_blocks").raw().all() as [
+    const blocks = raw.prepare("SELECT kb, term, data FROM kw_seg_blocks").raw().all() as [
       string,
       string,
       Buffer,
@@ -379,7 +512,9 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
         insert.run(kb, term, id, list.tfs[i]);
       });
     }
-    raw.exec("DROP TABLE kb_stats; DROP TABLE kw_blocks; DROP TABLE kw_terms; DROP TABLE kw_pending");
+    raw.exec(
+      "DROP TABLE kb_stats; DROP TABLE kw_seg_blocks; DROP TABLE kw_seg_terms; DROP TABLE kw_segments; DROP TABLE kw_pending",
+    );
     raw.prepare("UPDATE meta SET value = '2' WHERE key = 'schema_version'").run();
     raw.close();
     const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" } });
@@ -391,8 +526,8 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
       expect(kl.db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'postings'").pluck().get()).toBe(
         0,
       );
-      expect(kl.db.prepare("SELECT count(*) FROM kw_blocks WHERE min_len = 0").pluck().get()).toBe(0);
-      expect(kl.db.prepare("SELECT sum(n) FROM kw_blocks").pluck().get()).toBe(blocksBefore);
+      expect(kl.db.prepare("SELECT count(*) FROM kw_seg_blocks WHERE min_len = 0").pluck().get()).toBe(0);
+      expect(kl.db.prepare("SELECT sum(n) FROM kw_seg_blocks").pluck().get()).toBe(blocksBefore);
       const after = (await kl.search("ciphers references", { mode: "keyword", kbs: ["kw"] })).results;
       expect(after).toEqual(before);
       // The triggers are back: a later ingest keeps the statistics.

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentStore } from "../src/server/agents.js";
+import { AgentStore } from "../src/store/agents.js";
 import { docsPath } from "./helpers.js";
 import {
   type Answer,

@@ -1,6 +1,7 @@
 /**
  * Metadata filters over HTTP: upload `meta`/`tag` fields, `/search` and
- * `/agents/:id/retrieve` field `filter` (400 naming the position), an attachment's fixed
+ * `/agents/:id/retrieve` field `filter` and `GET /kbs/:kb/documents?where=` (400 naming the
+ * position), an attachment's fixed
  * `retrievalConfig.filter` that a request cannot lift, and the tenant's KB names in `kb`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -125,6 +126,50 @@ describe("filters over HTTP", () => {
     const badRetrieve = await api.post(`/agents/${id}/retrieve`, { query: "x", filter: { a: null } });
     expect(badRetrieve.status).toBe(400);
     expect(badRetrieve.body.field).toBe("filter.a");
+  });
+
+  it("GET /kbs/:kb/documents?where lists the documents with a matching chunk, as kl docs list --where", async () => {
+    const list = async (where?: unknown, extra = "") => {
+      const q = where === undefined ? "" : `?where=${encodeURIComponent(JSON.stringify(where))}`;
+      return api.get(`/kbs/contracts/documents${q}${extra}`);
+    };
+    const uris = (body: { documents: { uri: string }[] }) => body.documents.map((d) => d.uri).sort();
+    const all = await list();
+    expect(all.body.total).toBe(2);
+    const acme = await list({ customer: "acme" });
+    expect(acme.status).toBe(200);
+    expect(uris(acme.body)).toEqual(["acme-msa.txt"]);
+    expect(acme.body.total).toBe(1);
+    // The same facade operation the CLI uses, on the catalog name of the tenant's KB.
+    const direct = s.kl.listDocuments({ kb: "acme.contracts", filter: { customer: "acme" } });
+    expect(acme.body.documents.map((d: { id: number }) => d.id)).toEqual(direct.map((d) => d.id));
+    expect(uris((await list({ year: { $lt: 2024 } })).body)).toEqual(["globex-msa.txt"]);
+    expect(uris((await list({ tags: { $contains: "signed" } })).body)).toEqual(["acme-msa.txt"]);
+    // `kb` conditions speak of the tenant's KB names.
+    expect(uris((await list({ kb: "contracts" })).body)).toEqual(["acme-msa.txt", "globex-msa.txt"]);
+    expect((await list({ kb: "memos" })).body).toMatchObject({ documents: [], total: 0 });
+    // Paging applies to the filtered list; total counts all that match.
+    const page = await list({ customer: { $in: ["acme", "globex"] } }, "&limit=1&offset=1");
+    expect(page.body).toMatchObject({ total: 2, limit: 1, offset: 1 });
+    expect(page.body.documents).toHaveLength(1);
+  });
+
+  it("GET /kbs/:kb/documents answers 400 naming the position of a bad where", async () => {
+    const bad = await api.get(
+      `/kbs/contracts/documents?where=${encodeURIComponent('{"year":{"$gte":"last year"}}')}`,
+    );
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({
+      error: 'where.year.$gte: expected an ISO date or number, got the string "last year"',
+      field: "where.year.$gte",
+    });
+    const notJson = await api.get("/kbs/contracts/documents?where=%7Bcustomer");
+    expect(notJson.status).toBe(400);
+    expect(notJson.body.field).toBe("where");
+    expect(notJson.body.error).toMatch(/^where: not valid JSON/);
+    const op = await api.get(`/kbs/contracts/documents?where=${encodeURIComponent('{"x":{"$like":1}}')}`);
+    expect(op.status).toBe(400);
+    expect(op.body.error).toMatch(/^where\.x\.\$like: unknown operator/);
   });
 
   it("refuses upload metadata that names a source attribute", async () => {

@@ -1,11 +1,12 @@
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { basename, join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { buildServer, type ServerOptions } from "../src/server/app.js";
-import { createApiKey, tenantScope } from "../src/server/tenancy.js";
+import { tenantScope } from "../src/server/tenancy.js";
+import { createApiKey } from "../src/store/api-keys.js";
 import { tempDir } from "./helpers.js";
 
 /** A running API server on an ephemeral port over a fresh data directory. */
@@ -119,14 +120,19 @@ export interface SseEvent {
 /**
  * Reads a job's server-sent events until the `done` event (or the stream ends);
  * `onOpen` is called once the stream has answered (the server follows the job from then on).
+ * `lastEventId` is sent as `Last-Event-ID` (a reconnect); with `stopAfter` the client
+ * disconnects once it has that many events.
  */
 export async function followJob(
   base: string,
   key: string,
   jobId: string,
   onOpen?: () => void,
+  options: { lastEventId?: string; stopAfter?: number } = {},
 ): Promise<SseEvent[]> {
-  const res = await fetch(`${base}/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${key}` } });
+  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+  if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
+  const res = await fetch(`${base}/jobs/${jobId}/events`, { headers });
   if (res.status !== 200 || !res.body)
     throw new Error(`events of ${jobId}: HTTP ${res.status} ${await res.text()}`);
   if (!res.headers.get("content-type")?.startsWith("text/event-stream"))
@@ -157,6 +163,8 @@ export async function followJob(
       e.data = JSON.parse(data.join("\n"));
       events.push(e);
       if (e.event === "done") return events;
+      // Leaving the loop cancels the body, which closes the connection.
+      if (options.stopAfter !== undefined && events.length >= options.stopAfter) return events;
     }
   }
   return events;
@@ -168,10 +176,40 @@ export async function waitForJob(base: string, key: string, jobId: string, timeo
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await api.get(`/jobs/${jobId}`);
-    if (["succeeded", "failed", "interrupted"].includes(r.body?.status)) return r.body;
+    if (["succeeded", "failed"].includes(r.body?.status)) return r.body;
     if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish: ${r.text}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** A `kl serve` child process (from source) on a data directory, port 0, logging nothing. */
+export function spawnServe(
+  root: string,
+  dataDir: string,
+  cwd: string,
+  extraEnv: Record<string, string> = {},
+): { child: ChildProcessWithoutNullStreams; serve: ServeOutput; exited: Promise<number | null> } {
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      join(root, "node_modules/tsx/dist/loader.mjs"),
+      join(root, "src/cli/main.ts"),
+      "serve",
+      "--data-dir",
+      dataDir,
+      "--port",
+      "0",
+      "--log-level",
+      "silent",
+    ],
+    { cwd, env: { ...process.env, KL_CACHE_URL: "none", ...extraEnv } },
+  );
+  const serve = watchServe(child);
+  const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+  // A start that fails is seen through `serve.base`; keep the rejection from going unhandled meanwhile.
+  serve.base.catch(() => {});
+  return { child, serve, exited };
 }
 
 /** Stderr of a spawned `kl serve`, collected as it arrives, and the base URL it announces. */
@@ -198,4 +236,42 @@ export function watchServe(child: ChildProcessWithoutNullStreams): ServeOutput {
     child.on("exit", () => fail(new Error(`kl serve exited: ${stderr}`)));
   });
   return { base, stderr: () => stderr };
+}
+
+/**
+ * Holds the `n`th call of `kl.ingestDocuments` (1-based) until `release` is called:
+ * `before` it ingests anything, or `after` it has committed (before the job records the
+ * file as done). `reached` resolves when that point is reached. Never releasing it
+ * stands for a crash at that point.
+ */
+export function gateIngest(
+  kl: KnowledgeLayer,
+  n: number,
+  when: "before" | "after" = "before",
+): { reached: Promise<void>; release: () => void } {
+  const original = kl.ingestDocuments.bind(kl);
+  let calls = 0;
+  let reachedResolve = (): void => {};
+  let release = (): void => {};
+  const reached = new Promise<void>((done) => {
+    reachedResolve = done;
+  });
+  const gate = new Promise<void>((done) => {
+    release = done;
+  });
+  kl.ingestDocuments = async (...args: Parameters<KnowledgeLayer["ingestDocuments"]>) => {
+    calls++;
+    const mine = calls === n;
+    if (mine && when === "before") {
+      reachedResolve();
+      await gate;
+    }
+    const summary = await original(...args);
+    if (mine && when === "after") {
+      reachedResolve();
+      await gate;
+    }
+    return summary;
+  };
+  return { reached, release };
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiKey, listApiKeys, revokeApiKey } from "../src/server/tenancy.js";
+import { createApiKey, listApiKeys, revokeApiKey } from "../src/store/api-keys.js";
 import { docsPath } from "./helpers.js";
 import { client, startServer, type TestServer, waitForJob } from "./server-helpers.js";
 

@@ -3,6 +3,7 @@ import { describe, expect, it, test } from "vitest";
 import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../src/config.js";
 import { decodeDocumentText, encodeDocumentText } from "../src/store/catalog.js";
 import { blobToVector, openDatabase, SCHEMA_VERSION, vectorToBlob } from "../src/store/database.js";
+import { JobStore } from "../src/store/jobs.js";
 import { SqliteVectorStore } from "../src/store/sqlite-vector-store.js";
 import { vectorStoreConformance } from "./conformance/vector-store.js";
 import { vectorStoreFilterConformance } from "./conformance/vector-store-filters.js";
@@ -69,6 +70,64 @@ describe("embedded database", () => {
     );
     db.close();
     cleanup();
+  });
+
+  it("migrates a schema-6 database: the ingest job tables are added empty, rows are kept", () => {
+    const { dir, cleanup } = tempDir();
+    // A schema-6 file: today's schema without the job tables, marked 6.
+    const db5 = openDatabase(dir);
+    db5.exec(`INSERT INTO kbs (name, config, created_at) VALUES ('acme.docs', '{}', '2024-01-01T00:00:00Z');
+      DROP TABLE ingest_job_events; DROP TABLE ingest_job_docs; DROP TABLE ingest_job_files; DROP TABLE ingest_jobs;
+      UPDATE meta SET value = '6' WHERE key = 'schema_version';`);
+    db5.close();
+    const db = openDatabase(dir);
+    try {
+      expect(SCHEMA_VERSION).toBe(7);
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("7");
+      expect(db.prepare("SELECT name FROM kbs").pluck().all()).toEqual(["acme.docs"]);
+      const tables = db
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_job%' ORDER BY name",
+        )
+        .pluck()
+        .all();
+      expect(tables).toEqual(["ingest_job_docs", "ingest_job_events", "ingest_job_files", "ingest_jobs"]);
+      // The tables work: a job, a step with its event, the documents record, and their cascade on prune.
+      const jobs = new JobStore(db);
+      expect(jobs.pending()).toEqual([]);
+      jobs.create({
+        id: "job_1",
+        tenant: "acme",
+        kb: "docs",
+        internalKb: "acme.docs",
+        options: { embed: false },
+        dir: `${dir}/uploads/acme/job_1`,
+        files: [{ name: "a.md", storedPath: `${dir}/uploads/acme/job_1/0`, bytes: 3 }],
+      });
+      const { job, event } = jobs.advance("job_1", {
+        state: { status: "succeeded", done: 1, finishedAt: "2024-01-02T00:00:00Z" },
+        file: { n: 0, state: "done", prior: [] },
+        event: "done",
+      });
+      expect(job).toMatchObject({
+        status: "succeeded",
+        done: 1,
+        seq: 1,
+        files: [{ name: "a.md", state: "done", prior: [] }],
+      });
+      expect(event).toEqual({
+        seq: 1,
+        type: "done",
+        state: { status: "succeeded", done: 1, finishedAt: "2024-01-02T00:00:00Z" },
+      });
+      jobs.recordDocuments("job_1", 0, [{ uri: "a.md", chunks: 2 }], []);
+      expect(jobs.documents("job_1", 0)).toEqual([{ uri: "a.md", chunks: 2, warnings: [] }]);
+      expect(jobs.prune("acme", 0)).toBe(1);
+      for (const t of tables) expect(db.prepare(`SELECT count(*) FROM ${t}`).pluck().get()).toBe(0);
+    } finally {
+      db.close();
+      cleanup();
+    }
   });
 
   it("rejects a file that is not a database with a clear error", async () => {

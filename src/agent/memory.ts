@@ -27,34 +27,14 @@ import { cosine } from "../chunk/embedding-semantic.js";
 import { DEFAULT_KB, type EmbeddingConfig, embeddingConfig } from "../config.js";
 import type { Embedder } from "../embed/contract.js";
 import { KnowledgeLayerError } from "../errors.js";
-import type { KnowledgeLayer } from "../knowledge-layer.js";
-import { blobToVector, type Db, vectorToBlob } from "../store/database.js";
+import type { KnowledgeLayer, Memory, MemoryStore } from "../knowledge-layer.js";
+
+export type { Memory } from "../knowledge-layer.js";
 
 /** Default number of memories {@link ConversationMemory.recall} returns. */
 export const DEFAULT_MEMORY_TOP_K = 3;
 /** Default minimum cosine similarity of a recalled memory. */
 export const DEFAULT_MEMORY_THRESHOLD = 0.45;
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS agent_memories (
-  id INTEGER PRIMARY KEY,
-  session_id TEXT NOT NULL,
-  thread_id TEXT NOT NULL,
-  at TEXT NOT NULL,
-  user_text TEXT NOT NULL,
-  assistant_text TEXT NOT NULL,
-  text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS agent_memories_session ON agent_memories (session_id, thread_id);
-CREATE TABLE IF NOT EXISTS agent_memory_vectors (
-  memory_id INTEGER NOT NULL REFERENCES agent_memories (id) ON DELETE CASCADE,
-  provider TEXT NOT NULL,
-  model TEXT NOT NULL,
-  dimension INTEGER NOT NULL,
-  vector BLOB NOT NULL,
-  PRIMARY KEY (memory_id, provider, model)
-);
-`;
 
 /** Options for {@link ConversationMemory}: which embedder to use (first given wins). */
 export interface ConversationMemoryOptions {
@@ -76,19 +56,6 @@ export interface RememberInput {
   assistant: string;
   /** When the turn happened (default now). Stored as an ISO-8601 string. */
   at?: Date | string | number;
-}
-
-/** A stored turn. */
-export interface Memory {
-  id: number;
-  sessionId: string;
-  threadId: string;
-  /** ISO-8601 time of the turn. */
-  at: string;
-  user: string;
-  assistant: string;
-  /** The embedded text: `User: …\nAssistant: …`. */
-  text: string;
 }
 
 /** A recalled turn with its similarity to the query. */
@@ -132,16 +99,6 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
   return cosine(a, b);
 }
 
-interface MemoryRow {
-  id: number;
-  session_id: string;
-  thread_id: string;
-  at: string;
-  user_text: string;
-  assistant_text: string;
-  text: string;
-}
-
 /**
  * Remembers conversation turns and recalls them across the threads of a session.
  * See the module documentation for the model rule and the scale assumption.
@@ -155,15 +112,14 @@ interface MemoryRow {
 export class ConversationMemory {
   /** The embedder turns and queries are embedded with. */
   readonly embedder: Embedder;
-  private readonly db: Db;
+  private readonly turns: MemoryStore;
 
   /**
-   * Creates the memory tables if needed.
+   * Opens the data directory's memory store (creating its tables if needed).
    * @throws KnowledgeLayerError for an unknown `kb`; ConfigError for an invalid `embedding`.
    */
   constructor(kl: KnowledgeLayer, options: ConversationMemoryOptions = {}) {
-    this.db = kl.db;
-    this.db.exec(SCHEMA);
+    this.turns = kl.memories;
     if (options.embedder) this.embedder = options.embedder;
     else if (options.embedding) {
       const base = kl.getKb(options.kb ?? DEFAULT_KB).config;
@@ -190,27 +146,18 @@ export class ConversationMemory {
     const text = memoryText(input.user, input.assistant);
     const [vector] = await this.embedder.embedTexts([text]);
     if (!vector) throw new KnowledgeLayerError(`remember: ${this.modelName()} returned no vector`);
-    const id = this.db
-      .transaction(() => {
-        const info = this.db
-          .prepare(
-            "INSERT INTO agent_memories (session_id, thread_id, at, user_text, assistant_text, text) VALUES (?, ?, ?, ?, ?, ?)",
-          )
-          .run(input.sessionId, input.threadId, at, input.user, input.assistant, text);
-        const memoryId = Number(info.lastInsertRowid);
-        this.storeVector(memoryId, vector);
-        return memoryId;
-      })
-      .immediate();
-    return {
-      id,
-      sessionId: input.sessionId,
-      threadId: input.threadId,
-      at,
-      user: input.user,
-      assistant: input.assistant,
-      text,
-    };
+    return this.turns.insert(
+      {
+        sessionId: input.sessionId,
+        threadId: input.threadId,
+        at,
+        user: input.user,
+        assistant: input.assistant,
+        text,
+      },
+      vector,
+      this.model(),
+    );
   }
 
   /**
@@ -231,14 +178,12 @@ export class ConversationMemory {
     const threshold = options.threshold ?? DEFAULT_MEMORY_THRESHOLD;
     checkTopK("recall: topK", topK);
     checkThreshold("recall: threshold", threshold);
-    const rows = this.db
-      .prepare("SELECT * FROM agent_memories WHERE session_id = ? AND thread_id <> ? ORDER BY id")
-      .all(options.sessionId, options.threadId) as MemoryRow[];
+    const rows = this.turns.list(options.sessionId, { exceptThread: options.threadId });
     if (rows.length === 0) return [];
     const queryVector = await this.embedder.embedQuery(options.query);
     const vectors = await this.vectorsOf(rows, queryVector.length);
     const scored: RecalledMemory[] = rows.map((row, i) => ({
-      ...toMemory(row),
+      ...row,
       score: cosineSimilarity(queryVector, vectors[i] as Float32Array),
     }));
     // ISO timestamps compare by code unit (no localeCompare: no host locale).
@@ -254,16 +199,7 @@ export class ConversationMemory {
    */
   list(filter: { sessionId: string; threadId?: string }): Memory[] {
     checkId("sessionId", filter.sessionId);
-    const rows = (
-      filter.threadId === undefined
-        ? this.db
-            .prepare("SELECT * FROM agent_memories WHERE session_id = ? ORDER BY id")
-            .all(filter.sessionId)
-        : this.db
-            .prepare("SELECT * FROM agent_memories WHERE session_id = ? AND thread_id = ? ORDER BY id")
-            .all(filter.sessionId, filter.threadId)
-    ) as MemoryRow[];
-    return rows.map(toMemory);
+    return this.turns.list(filter.sessionId, { threadId: filter.threadId });
   }
 
   /**
@@ -274,71 +210,54 @@ export class ConversationMemory {
   forget(filter: { sessionId: string; threadId?: string }): number {
     checkId("sessionId", filter.sessionId);
     if (filter.threadId !== undefined) checkId("threadId", filter.threadId);
-    const info =
-      filter.threadId === undefined
-        ? this.db.prepare("DELETE FROM agent_memories WHERE session_id = ?").run(filter.sessionId)
-        : this.db
-            .prepare("DELETE FROM agent_memories WHERE session_id = ? AND thread_id = ?")
-            .run(filter.sessionId, filter.threadId);
-    return info.changes;
+    return this.turns.forget(filter.sessionId, filter.threadId);
+  }
+
+  /**
+   * Deletes the memories of every session whose id starts with `prefix` (an adapter that
+   * namespaces session ids, forgetting a whole namespace).
+   * @returns how many turns were deleted.
+   * @throws KnowledgeLayerError for an empty prefix.
+   */
+  forgetSessionsWithPrefix(prefix: string): number {
+    checkId("prefix", prefix);
+    return this.turns.forgetSessionsWithPrefix(prefix);
   }
 
   /**
    * The current model's vector of each row, re-embedding (and storing) those that
    * have none or one of another length than the query vector.
    */
-  private async vectorsOf(rows: MemoryRow[], dimension: number): Promise<Float32Array[]> {
-    const get = this.db.prepare(
-      "SELECT vector FROM agent_memory_vectors WHERE memory_id = ? AND provider = ? AND model = ?",
-    );
-    const out: (Float32Array | undefined)[] = rows.map((row) => {
-      const hit = get.get(row.id, this.embedder.provider, this.embedder.modelId) as
-        | { vector: Buffer }
-        | undefined;
-      const vector = hit ? blobToVector(hit.vector) : undefined;
-      return vector && vector.length === dimension ? vector : undefined;
-    });
+  private async vectorsOf(rows: Memory[], dimension: number): Promise<Float32Array[]> {
+    const out: (Float32Array | undefined)[] = this.turns
+      .vectors(
+        rows.map((row) => row.id),
+        this.model(),
+      )
+      .map((vector) => (vector && vector.length === dimension ? vector : undefined));
     const missing = rows.map((row, i) => ({ row, i })).filter(({ i }) => out[i] === undefined);
     if (missing.length > 0) {
       const fresh = await this.embedder.embedTexts(missing.map(({ row }) => row.text));
-      this.db
-        .transaction(() => {
-          missing.forEach(({ row, i }, j) => {
-            const vector = fresh[j] as Float32Array;
-            out[i] = vector;
-            // The turn may have been forgotten while it was embedded.
-            const exists = this.db.prepare("SELECT 1 FROM agent_memories WHERE id = ?").get(row.id);
-            if (exists) this.storeVector(row.id, vector);
-          });
-        })
-        .immediate();
+      missing.forEach(({ i }, j) => {
+        out[i] = fresh[j] as Float32Array;
+      });
+      // A turn forgotten while it was embedded is skipped by the store.
+      this.turns.storeVectors(
+        missing.map(({ row, i }) => ({ id: row.id, vector: out[i] as Float32Array })),
+        this.model(),
+      );
     }
     return out as Float32Array[];
   }
 
-  private storeVector(memoryId: number, vector: Float32Array): void {
-    this.db
-      .prepare(
-        "INSERT OR REPLACE INTO agent_memory_vectors (memory_id, provider, model, dimension, vector) VALUES (?, ?, ?, ?, ?)",
-      )
-      .run(memoryId, this.embedder.provider, this.embedder.modelId, vector.length, vectorToBlob(vector));
+  /** The model memory vectors are stored under: the embedder's provider and model id. */
+  private model(): { provider: string; model: string } {
+    return { provider: this.embedder.provider, model: this.embedder.modelId };
   }
 
   private modelName(): string {
     return `${this.embedder.provider}:${this.embedder.modelId}`;
   }
-}
-
-function toMemory(row: MemoryRow): Memory {
-  return {
-    id: row.id,
-    sessionId: row.session_id,
-    threadId: row.thread_id,
-    at: row.at,
-    user: row.user_text,
-    assistant: row.assistant_text,
-    text: row.text,
-  };
 }
 
 function checkId(name: string, value: unknown): void {

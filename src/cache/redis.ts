@@ -78,14 +78,6 @@ class ReplyTimeoutError extends Error {
   }
 }
 
-/**
- * `url` with any password and secret query parameter replaced by `***`, for log messages.
- * @deprecated Use `maskUrl` from `secrets.ts`.
- */
-export function redactUrl(url: string): string {
-  return maskUrl(url);
-}
-
 /** Escapes the glob characters of a `SCAN MATCH` pattern. */
 function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, "\\$&");
@@ -144,7 +136,7 @@ export class RedisCache<V = unknown> implements Cache<V> {
       throw new TypeError(`url ${JSON.stringify(String(options.url))} is not a valid URL`);
     }
     if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
-      throw new TypeError(`url must start with redis:// or rediss://, got ${redactUrl(options.url)}`);
+      throw new TypeError(`url must start with redis:// or rediss://, got ${maskUrl(options.url)}`);
     }
     const prefix = options.prefix ?? DEFAULT_REDIS_PREFIX;
     if (typeof prefix !== "string" || prefix.length === 0) {
@@ -167,7 +159,7 @@ export class RedisCache<V = unknown> implements Cache<V> {
     this.commandTimeoutMs = commandTimeout;
     this.connectTimeoutMs = connectTimeout;
     this.logger = options.logger ?? consoleLogger;
-    this.where = redactUrl(options.url);
+    this.where = maskUrl(options.url);
     this.client = createClient({
       url: options.url,
       name: REDIS_CLIENT_NAME,

@@ -6,11 +6,15 @@ import { displayName } from "../display.js";
 import { type ExtractOptions, resolveExtractOptions } from "../extract/contract.js";
 import { formatBytes } from "../extract/util.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
-import type { SearchResponse } from "../knowledge-layer.js";
+import {
+  collectionOf,
+  describeStore,
+  type KbCounts,
+  type KbRecord,
+  type SearchResponse,
+} from "../knowledge-layer.js";
 import { formatCitation } from "../retrieve/attribution.js";
 import { redactSecrets } from "../secrets.js";
-import type { KbCounts, KbRecord } from "../store/catalog.js";
-import { collectionOf, describeStore } from "../store/index.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
 
 /** What an ingest progress display knows: sources chunked, chunks made and embedded, time spent. */

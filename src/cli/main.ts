@@ -2,7 +2,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Command, InvalidArgumentError, Option } from "commander";
+import { createInterface } from "node:readline/promises";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { createChunker } from "../chunk/index.js";
 import { TOKENIZERS } from "../chunk/measure.js";
 import { validateChunkingConfig } from "../chunk/spans.js";
@@ -25,15 +26,22 @@ import {
 } from "../config.js";
 import { displayName } from "../display.js";
 import { createEmbedder, EMBEDDING_PROVIDERS } from "../embed/index.js";
-import { KnowledgeLayerError } from "../errors.js";
+import { KnowledgeLayerError, UsageError } from "../errors.js";
 import { evaluateBeir } from "../eval/beir.js";
 import { evaluatePages, formatPageReport } from "../eval/pages.js";
 import { type ExtractOptions, extractFile } from "../extract/index.js";
+import { typedMetaValue } from "../ingest/pipeline.js";
 import { KnowledgeLayer, MAX_TOP_K } from "../knowledge-layer.js";
-import { type Filter, FilterError, type FilterScalar, parseFilterJson } from "../retrieve/filter.js";
+import { documentAttribution } from "../retrieve/attribution.js";
+import {
+  type Filter,
+  FilterError,
+  type FilterScalar,
+  isEmptyFilter,
+  parseFilterJson,
+} from "../retrieve/filter.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
 import { errorText, redactSecrets } from "../secrets.js";
-import { deleteDocuments } from "../server/documents.js";
 import {
   type ChunkedDocument,
   formatChunks,
@@ -128,23 +136,24 @@ function whereFilter(text: string | undefined): Filter | undefined {
   return JSON.parse(text) as Filter;
 }
 
-/** `--meta key=value` options as user metadata: numbers and true/false become numbers and booleans. */
-function metaOptions(pairs: string[]): Record<string, FilterScalar> | undefined {
-  if (pairs.length === 0) return undefined;
-  const out: Record<string, FilterScalar> = {};
+/**
+ * `--meta key=value` options as user metadata, typed by `typedMetaValue`; `--unset-meta key`
+ * options as keys to remove (`null`).
+ * @throws UsageError for a pair without `=` or a key given twice.
+ */
+function metaOptions(pairs: string[], unset: string[] = []): Record<string, FilterScalar | null> | undefined {
+  if (pairs.length === 0 && unset.length === 0) return undefined;
+  const out: Record<string, FilterScalar | null> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf("=");
-    if (eq <= 0) throw new KnowledgeLayerError(`--meta ${pair}: expected key=value`);
+    if (eq <= 0) throw new UsageError(`--meta ${pair}: expected key=value`);
     const key = pair.slice(0, eq).trim();
-    const raw = pair.slice(eq + 1);
-    out[key] =
-      raw === "true"
-        ? true
-        : raw === "false"
-          ? false
-          : /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/.test(raw.trim())
-            ? Number(raw)
-            : raw;
+    if (Object.hasOwn(out, key)) throw new UsageError(`--meta ${key}: given twice`);
+    out[key] = typedMetaValue(pair.slice(eq + 1));
+  }
+  for (const key of unset) {
+    if (Object.hasOwn(out, key)) throw new UsageError(`--unset-meta ${key}: also given with --meta`);
+    out[key] = null;
   }
   return out;
 }
@@ -264,7 +273,11 @@ const program = new Command()
   .description("knowledge-layer: ingest documents into knowledge bases and retrieve attributed passages")
   .version(VERSION)
   .option("--data-dir <dir>", "data directory (default: $KL_HOME or ./.kl)")
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Commander's usage errors (unknown option or command, missing argument, an option value
+  // its parser refuses) are thrown instead of exiting 1; the handler at the end exits 2.
+  // Set before any subcommand is made: subcommands inherit it.
+  .exitOverride();
 
 const megabytes = (value: string): number => {
   const n = Number(value);
@@ -359,7 +372,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
   )
   .option(
     "--embedding-model <model>",
-    "embedding model: use-lite or use-lite-int8 (bundled), a model folder or Hugging Face id (local), a provider model name",
+    "embedding model: use-lite, use-lite-int8 or use-lite-static (bundled), a model folder or Hugging Face id (local), a provider model name",
   )
   .option("--embedding-url <url>", "embedding endpoint base URL (openai-compatible, TEI, proxies)")
   .option(
@@ -587,20 +600,24 @@ program
   .option("--no-embed", "index for keyword search only (no vectors)")
   .option(
     "--meta <key=value>",
-    "user metadata on every document (repeatable; numbers and true/false are typed); filter on it with --where",
+    "user metadata on every document, kept until changed (repeatable; numbers and true/false are typed); filter on it with --where",
     collect,
     [],
   )
+  .option("--unset-meta <key>", "remove a --meta key given at an earlier ingest (repeatable)", collect, [])
   .option(
     "--tag <tag>",
-    'tag every document (repeatable); filter with --where \'{"tags":{"$contains":"t"}}\'',
+    'tag every document, kept until removed (repeatable); filter with --where \'{"tags":{"$contains":"t"}}\'',
     collect,
     [],
   )
+  .option("--untag <tag>", "remove a tag given at an earlier ingest (repeatable)", collect, [])
+  .option("--clear-meta", "forget every --meta and --tag given at earlier ingests (then apply this run's)")
   .option("--json", "print the summary as JSON")
   .action(async (paths: string[], o, command: Command) => {
-    const metadata = metaOptions(o.meta);
+    const metadata = metaOptions(o.meta, o.unsetMeta);
     const tags = o.tag.length > 0 ? (o.tag as string[]) : undefined;
+    const removeTags = o.untag.length > 0 ? (o.untag as string[]) : undefined;
     // SIGINT/SIGTERM stop the run between sources and batches; a second one exits at once.
     const stop = new AbortController();
     let stoppedBy: NodeJS.Signals | undefined;
@@ -628,6 +645,8 @@ program
               embed: o.embed,
               metadata,
               tags,
+              removeTags,
+              replaceMetadata: o.clearMeta === true,
               onProgress: (e) => progress.update(e),
               signal: stop.signal,
             });
@@ -895,7 +914,9 @@ const docs = program.command("docs").description("list, show and remove document
 
 docs
   .command("list")
-  .description("list documents (id, KB, type, chunks, source)")
+  .description(
+    "list documents (id, KB, type, chunks, source; --json adds source attributes and user metadata)",
+  )
   .option("--kb <name>", "knowledge base (default: every KB)")
   .option("--where <json>", "only documents with a chunk matching this metadata filter")
   .option("--json", "print JSON")
@@ -903,9 +924,16 @@ docs
     const filter = whereFilter(o.where);
     await withKl(command, (kl) => {
       if (o.kb !== undefined) kl.getKb(o.kb);
-      const list = kl.listDocuments({ kb: o.kb, filter });
-      if (o.json) console.log(JSON.stringify({ documents: list }, null, 2));
-      else {
+      const list = kl.listDocuments({ kb: o.kb, filter, metadata: true });
+      if (o.json) {
+        // Each document with its source attributes (as search results show them, without
+        // the chunk-level ones), which include its tags and user metadata.
+        const documents = list.map(({ metadata, ...d }) => ({
+          ...d,
+          source: documentAttribution({ uri: d.uri, path: d.path, type: d.type, title: d.title, metadata }),
+        }));
+        console.log(JSON.stringify({ documents }, null, 2));
+      } else {
         for (const d of list)
           console.log(
             `${String(d.id).padStart(6)}  ${d.kb}  ${d.type.padEnd(8)} ${String(d.chunkCount).padStart(4)} chunks  ${displayName(d.uri)}`,
@@ -921,8 +949,8 @@ docs
   .description("show a document: source, metadata, chunk count")
   .option("--json", "print JSON")
   .action(async (id: number, o, command: Command) => {
-    await withKl(command, (kl) => {
-      const doc = kl.catalog.documentById(id);
+    await withKl(command, async (kl) => {
+      const doc = await kl.getDocument(id);
       if (!doc) throw new KnowledgeLayerError(`no document with id ${id}`);
       if (o.json) console.log(JSON.stringify(doc, null, 2));
       else {
@@ -939,42 +967,131 @@ docs
 docs
   .command("rm")
   .argument("[ids...]", "document ids (from docs list)")
-  .description("remove documents (chunks, keyword postings and vectors) by id or by --where")
+  .description(
+    "remove documents (chunks, keyword postings and vectors) by id, or by --where after showing what matches",
+  )
   .option("--kb <name>", "knowledge base (default: every KB)")
   .option("--where <json>", "remove every document with a chunk matching this metadata filter")
+  .option(
+    "--all",
+    "remove every document in scope (--kb, else every KB); also needed when --where matches them all",
+  )
+  .option("--dry-run", "only list what would be removed")
+  .option("-y, --yes", "remove without asking (required for --where when not on a terminal)")
   .option("--json", "print JSON")
   .action(async (ids: string[], o, command: Command) => {
-    const filter = whereFilter(o.where);
+    // --all alone means every document in scope (--where '{}').
+    const text: string | undefined = o.where ?? (o.all && ids.length === 0 ? "{}" : undefined);
+    const where = text === undefined ? undefined : parseFilterJson(text, "filter");
+    const filter = text === undefined ? undefined : (JSON.parse(text) as Filter);
     if ((ids.length === 0) === (filter === undefined))
-      throw new KnowledgeLayerError("kl docs rm: give document ids or --where (not both)");
+      throw new UsageError("docs rm: give document ids, --where or --all (ids do not go with the others)");
     const wanted = ids.map((x) => {
       const n = Number(x);
-      if (!Number.isSafeInteger(n) || n < 1)
-        throw new KnowledgeLayerError(`kl docs rm: "${x}" is not a document id`);
+      if (!/^\d+$/.test(x) || !Number.isSafeInteger(n) || n < 1)
+        throw new UsageError(`docs rm: "${x}" is not a document id`);
       return n;
     });
     await withKl(command, async (kl) => {
       if (o.kb !== undefined) kl.getKb(o.kb);
       const targets = filter
         ? kl.listDocuments({ kb: o.kb, filter })
-        : wanted
-            .map((id) => kl.catalog.documentById(id))
-            .filter(
-              (d): d is NonNullable<typeof d> => d !== undefined && (o.kb === undefined || d.kb === o.kb),
+        : (await Promise.all(wanted.map((id) => kl.getDocument(id, { kb: o.kb })))).filter(
+            (d): d is NonNullable<typeof d> => d !== undefined,
+          );
+      const missing = wanted.filter((id) => !targets.some((d) => d.id === id));
+      const scope = o.kb === undefined ? "every knowledge base" : `knowledge base "${o.kb}"`;
+      // A filter that selects everything (`{}`, or a typo such as {"custmer": {"$ne": "x"}})
+      // removes a whole KB: that takes --all besides --yes.
+      let everything = false;
+      if (where !== undefined) {
+        const inScope = kl
+          .listKbs()
+          .filter((k) => o.kb === undefined || k.name === o.kb)
+          .reduce((n, k) => n + k.counts.documents, 0);
+        everything = isEmptyFilter(where) || (targets.length > 0 && targets.length === inScope);
+      }
+      const preview = (): void => {
+        if (o.json) return;
+        const shown = targets.slice(0, 20);
+        for (const d of shown)
+          console.log(`${String(d.id).padStart(6)}  ${d.kb}  ${d.type.padEnd(8)} ${displayName(d.uri)}`);
+        if (targets.length > shown.length) console.log(`… and ${targets.length - shown.length} more`);
+      };
+      const report = (removed: number, dryRun: boolean): void => {
+        if (o.json) {
+          console.log(
+            JSON.stringify(
+              {
+                ...(dryRun ? { dryRun: true } : {}),
+                removed,
+                ids: targets.map((d) => d.id),
+                documents: targets.map((d) => ({ id: d.id, kb: d.kb, uri: d.uri, type: d.type })),
+                missing,
+              },
+              null,
+              2,
+            ),
+          );
+        } else if (dryRun) {
+          preview();
+          console.log(
+            `would remove ${targets.length} document${targets.length === 1 ? "" : "s"}${everything ? ` (every document in ${scope})` : ""}`,
+          );
+        } else {
+          console.log(`removed ${removed} document${removed === 1 ? "" : "s"}`);
+        }
+        if (missing.length > 0 && !o.json) console.log(`not found: ${missing.join(", ")}`);
+        if (missing.length > 0) process.exitCode = 1;
+      };
+      if (o.dryRun) {
+        report(0, true);
+        return;
+      }
+      if (where !== undefined && targets.length > 0) {
+        if (everything && !o.all) {
+          report(0, true);
+          throw new UsageError(
+            `docs rm: the filter matches every document in ${scope} (${targets.length}); ` +
+              `to remove them all, add --all --yes${o.kb === undefined ? " (or remove a KB with kl kb delete NAME)" : ""}`,
+          );
+        }
+        if (!o.yes) {
+          if (!process.stdin.isTTY || !process.stderr.isTTY || o.json) {
+            report(0, true);
+            throw new UsageError(
+              `docs rm: --where selects ${targets.length === 1 ? "1 document" : `${targets.length} documents`}; ` +
+                `add --yes to remove ${targets.length === 1 ? "it" : "them"} (--dry-run lists them without asking)`,
             );
+          }
+          preview();
+          if (
+            !(await confirm(
+              `remove ${targets.length === 1 ? "this document" : `these ${targets.length} documents`} from ${scope}? [y/N] `,
+            ))
+          ) {
+            console.log("nothing removed");
+            return;
+          }
+        }
+      }
       const byKb = new Map<string, number[]>();
       for (const d of targets) byKb.set(d.kb, [...(byKb.get(d.kb) ?? []), d.id]);
       let removed = 0;
-      for (const [kb, list] of byKb) removed += await deleteDocuments(kl, kl.getKb(kb), list);
-      const missing = wanted.filter((id) => !targets.some((d) => d.id === id));
-      if (o.json) console.log(JSON.stringify({ removed, ids: targets.map((d) => d.id), missing }, null, 2));
-      else {
-        console.log(`removed ${removed} document${removed === 1 ? "" : "s"}`);
-        if (missing.length > 0) console.log(`not found: ${missing.join(", ")}`);
-      }
-      if (missing.length > 0) process.exitCode = 1;
+      for (const [kb, list] of byKb) removed += await kl.deleteDocuments(kb, list);
+      report(removed, false);
     });
   });
+
+/** Asks a yes/no question on the terminal (stderr); true only for an answer starting with y. */
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^\s*y/i.test(await rl.question(question));
+  } finally {
+    rl.close();
+  }
+}
 
 registerServeCommands(program);
 
@@ -987,11 +1104,17 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
+  if (error instanceof CommanderError) {
+    // Commander has printed the message (and the help hint). `--help` and `--version` end
+    // with code 0; every other commander error is a usage error: exit 2.
+    process.exitCode = error.exitCode === 0 ? 0 : 2;
+    return;
+  }
   if (error instanceof KnowledgeLayerError) {
     console.error(`kl: ${errorText(error)}`);
   } else {
     console.error(errorText(error, true));
   }
-  // A malformed filter is a usage error.
-  process.exitCode = error instanceof FilterError ? 2 : 1;
+  // A malformed filter or a misused command line is a usage error.
+  process.exitCode = error instanceof FilterError || error instanceof UsageError ? 2 : 1;
 });

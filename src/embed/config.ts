@@ -61,7 +61,11 @@ export interface PrefixConfig {
 
 /**
  * The offline default: Universal Sentence Encoder lite shipped in an npm
- * package (512-d). `model` must be `use-lite`. Default `batchSize` 32.
+ * package. `model`: `use-lite` (512-d), `use-lite-int8` (512-d, 7-bit weights),
+ * `use-lite-static` (512-d table distilled from it, no network; `longText`,
+ * `workers`, `runtime`, `threads` and `batchSize` do not apply) or
+ * `use-lite-mix` (1024-d: `use-lite-int8`'s first window + the table; no
+ * `longText`). Default `batchSize` 32.
  */
 export interface BundledConfig extends CommonEmbeddingConfig {
   provider: "bundled";

@@ -4,6 +4,8 @@
  * Providers (all share the contract of contract.ts, checked by
  * test/conformance/embedder.ts):
  * - `bundled` — offline Universal Sentence Encoder lite (512-d), the default;
+ *   model `use-lite-static` is a static table distilled from it (./static.ts),
+ *   `use-lite-mix` its int8 first window joined with that table (./static-mix.ts);
  * - `local` — a sentence-transformers style ONNX model via transformers.js, in worker threads;
  * - `openai` — OpenAI's embeddings API;
  * - `cohere` — Cohere's embed API v2;
@@ -17,7 +19,7 @@
  * collection.
  */
 import { ConfigError } from "../errors.js";
-import { BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
+import { BUNDLED_DIMENSIONS, BUNDLED_MODELS, type BundledModel } from "./bundled-models.js";
 import { CohereEmbedder } from "./cohere.js";
 import type { EmbeddingProviderConfig } from "./config.js";
 import type { Embedder } from "./contract.js";
@@ -44,7 +46,7 @@ export { DEFAULT_LOCAL_MODEL, LocalEmbedder, type LocalEmbedderOptions } from ".
 export { OpenAiEmbedder, type OpenAiEmbedderOptions } from "./openai.js";
 export { OpenAiCompatibleEmbedder, type OpenAiCompatibleEmbedderOptions } from "./openai-compatible.js";
 
-/** Output dimension of the bundled Universal Sentence Encoder lite. */
+/** Output dimension of the bundled Universal Sentence Encoder lite (and of every bundled model). */
 export const BUNDLED_DIMENSION = 512;
 
 /**
@@ -67,20 +69,57 @@ export function createEmbedder(config: EmbeddingProviderConfig, runtime: Embedde
           `embedding model "${config.model}" is not available for provider "bundled"; use ${BUNDLED_MODELS.map((m) => `"${m}"`).join(" or ")}`,
         );
       }
-      if (config.dimension !== undefined && config.dimension !== BUNDLED_DIMENSION) {
+      const dimension = BUNDLED_DIMENSIONS[model];
+      if (config.dimension !== undefined && config.dimension !== dimension) {
         throw new ConfigError(
-          `embedding dimension ${config.dimension} is not available for provider "bundled" (${model} is ${BUNDLED_DIMENSION}-d)`,
+          `embedding dimension ${config.dimension} is not available for provider "bundled" (${model} is ${dimension}-d)`,
         );
       }
-      if (model === "use-lite-int8" && config.runtime === "tfjs") {
+      if (model !== "use-lite" && config.runtime === "tfjs") {
         throw new ConfigError(
-          'bundled model "use-lite-int8" runs on onnxruntime only; leave runtime unset or "onnx"',
+          model === "use-lite-static"
+            ? 'bundled model "use-lite-static" is a table lookup, with no TF.js runtime; leave runtime unset'
+            : `bundled model "${model}" runs on onnxruntime only, not TF.js; leave runtime unset or "onnx"`,
         );
       }
-      const { batchSize, longText, runtime: engine, threads } = config;
+      if (model === "use-lite-static" || model === "use-lite-mix") {
+        if (config.longText !== undefined) {
+          throw new ConfigError(
+            `longText does not apply to bundled model "${model}" (${model === "use-lite-static" ? "the table reads the whole text" : "the network reads the first 128-token window, the table the whole text"}); remove it`,
+          );
+        }
+      }
+      if (model === "use-lite-static") {
+        // A table lookup: no network, no worker threads (batch, window and thread options do not apply).
+        return lazyEmbedder("bundled", model, dimension, async () => {
+          const { StaticEmbedder } = await import("./static.js");
+          return new StaticEmbedder();
+        });
+      }
       const offThread = runtime.offThread === true;
       const workers = config.workers ?? (offThread ? 1 : undefined);
-      return lazyEmbedder("bundled", model, BUNDLED_DIMENSION, async () => {
+      if (model === "use-lite-mix") {
+        const { batchSize, threads } = config;
+        return lazyEmbedder("bundled", model, dimension, async () => {
+          const [{ BundledEmbedder }, { StaticEmbedder }, { StaticMixEmbedder }] = await Promise.all([
+            import("./bundled.js"),
+            import("./static.js"),
+            import("./static-mix.js"),
+          ]);
+          const network = new BundledEmbedder({
+            batchSize,
+            longText: "truncate",
+            workers,
+            offThread,
+            lane: runtime.lane,
+            threads,
+            model: "use-lite-int8",
+          });
+          return new StaticMixEmbedder(model, network, new StaticEmbedder());
+        });
+      }
+      const { batchSize, longText, runtime: engine, threads } = config;
+      return lazyEmbedder("bundled", model, dimension, async () => {
         const { BundledEmbedder } = await import("./bundled.js");
         return new BundledEmbedder({
           batchSize,

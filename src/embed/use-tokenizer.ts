@@ -14,7 +14,14 @@
  */
 
 /** Word-boundary marker SentencePiece puts in place of every space (U+2581). */
-const SEPARATOR = "\u2581";
+const SEPARATOR = 0x2581;
+/** The space (U+0020), the only character upstream replaces by {@link SEPARATOR}. */
+const SPACE = 0x20;
+/** Whether `text` is ASCII only, which NFKC leaves unchanged. */
+function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 /** Ids 0-5 are `<unk>`-like control symbols and never match text. */
 const RESERVED_SYMBOLS_COUNT = 6;
 /** Id emitted for a symbol no vocabulary piece starts with. */
@@ -34,7 +41,8 @@ export const USE_MAX_TOKENS = 128;
 export type UseVocabulary = ReadonlyArray<readonly [string, number | null]>;
 
 interface TrieNode {
-  readonly children: Map<string, TrieNode>;
+  /** Children by the code point of the next symbol. */
+  readonly children: Map<number, TrieNode>;
   /** Vocabulary id of the piece ending here, or -1. */
   id: number;
   score: number;
@@ -70,10 +78,11 @@ export class UseTokenizer {
       if (entry === undefined) continue;
       let node = this.root;
       for (const symbol of entry[0]) {
-        let child = node.children.get(symbol);
+        const code = symbol.codePointAt(0) as number;
+        let child = node.children.get(code);
         if (child === undefined) {
           child = newNode();
-          node.children.set(symbol, child);
+          node.children.set(code, child);
         }
         node = child;
       }
@@ -94,21 +103,30 @@ export class UseTokenizer {
    * @returns vocabulary ids in `[0, vocabulary.length)`.
    */
   encode(text: string, maxTokens: number = Number.POSITIVE_INFINITY): number[] {
-    const normalized = text.normalize("NFKC");
+    const normalized = isAscii(text) ? text : text.normalize("NFKC");
     if (normalized.length === 0 || maxTokens <= 0) return [];
-    const processed = SEPARATOR + normalized.replaceAll(" ", SEPARATOR);
 
-    // Code points of the processed text, stopping at the (maxTokens + 1)-th
-    // word start: each word yields at least one id, so that prefix holds
-    // enough ids, and its segmentation is the same as within the full text.
-    const symbols: string[] = [];
-    let words = 0;
-    for (const symbol of processed) {
-      if (symbol === SEPARATOR && ++words > maxTokens) break;
-      symbols.push(symbol);
+    // Code points of "▁" + text with every space as "▁", stopping at the
+    // (maxTokens + 1)-th word start: each word yields at least one id, so that
+    // prefix holds enough ids, and its segmentation is the same as within the full text.
+    const symbols = new Int32Array(normalized.length + 1);
+    let n = 0;
+    let words = 1;
+    symbols[n++] = SEPARATOR;
+    for (let i = 0; i < normalized.length; i++) {
+      let code = normalized.charCodeAt(i);
+      if (code >= 0xd800 && code <= 0xdbff && i + 1 < normalized.length) {
+        const low = normalized.charCodeAt(i + 1);
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          code = ((code - 0xd800) << 10) + (low - 0xdc00) + 0x10000;
+          i++;
+        }
+      }
+      if (code === SPACE) code = SEPARATOR;
+      if (code === SEPARATOR && ++words > maxTokens) break;
+      symbols[n++] = code;
     }
 
-    const n = symbols.length;
     const best = new Float64Array(n + 1);
     const bestId = new Int32Array(n + 1);
     // Forward relaxation in increasing start position reproduces upstream's
@@ -116,7 +134,7 @@ export class UseTokenizer {
     // increasing start, replacing the best on `>=` or when the best is 0.
     for (let start = 0; start < n; start++) {
       const base = best[start] ?? 0;
-      let node = this.root.children.get(symbols[start] as string);
+      let node = this.root.children.get(symbols[start] as number);
       let matched = false;
       for (let end = start + 1; node !== undefined; end++) {
         if (node.id >= 0) {
@@ -129,7 +147,7 @@ export class UseTokenizer {
           }
         }
         if (end >= n) break;
-        node = node.children.get(symbols[end] as string);
+        node = node.children.get(symbols[end] as number);
       }
       if (!matched) {
         const end = start + 1;

@@ -398,6 +398,33 @@ function formatAddresses(entries: EmailAddress[]): string[] {
   return out;
 }
 
+/** One mailbox of an address header, as kept in `metadata.mailboxes`. */
+export interface Mailbox {
+  /** Display name, when given (`Tim Chapman` of `"Tim Chapman" <timc@2ubh.com>`). */
+  name?: string;
+  /** The address, lower-cased (`timc@2ubh.com`); absent for a name-only entry. */
+  address?: string;
+}
+
+/** The mailboxes of an address header (groups expanded), or undefined when it has none. */
+function mailboxes(header: AddressObject | AddressObject[] | undefined): Mailbox[] | undefined {
+  if (!header) return undefined;
+  const out: Mailbox[] = [];
+  const add = (entries: EmailAddress[]): void => {
+    for (const entry of entries) {
+      if (entry.group) {
+        add(entry.group);
+        continue;
+      }
+      const name = nonBlank(entry.name);
+      const address = nonBlank(entry.address)?.toLowerCase();
+      if (name || address) out.push(compact({ name: name !== entry.address ? name : undefined, address }));
+    }
+  };
+  for (const o of Array.isArray(header) ? header : [header]) add(o.value ?? []);
+  return out.length > 0 ? out : undefined;
+}
+
 /** Flattens an address header (one object or one per repeated header) to formatted strings. */
 function addressList(header: AddressObject | AddressObject[] | undefined): string[] | undefined {
   if (!header) return undefined;
@@ -595,6 +622,12 @@ async function extractAttachments(
   return children;
 }
 
+/** `value` without its undefined entries, or undefined when none is left. */
+function compactOrUndefined<T extends Record<string, unknown>>(value: T): Partial<T> | undefined {
+  const out = compact(value);
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
 /** Parse options: no HTML/text conversions or image inlining, no checksums. */
 const PARSE_OPTIONS = {
   skipHtmlToText: true,
@@ -643,6 +676,11 @@ async function extractMessage(
     from: addressList(mail.from)?.join(", "),
     to: addressList(mail.to),
     cc: addressList(mail.cc),
+    mailboxes: compactOrUndefined({
+      from: mailboxes(mail.from),
+      to: mailboxes(mail.to),
+      cc: mailboxes(mail.cc),
+    }),
     date: messageDate(mail),
     messageId,
     inReplyTo,
@@ -701,7 +739,9 @@ async function extractMessage(
  *
  * **Metadata.** `path`, `type: "email"`, `title` (subject, or `(no subject)`), and
  * when present: `subject`, `from` (`Name <addr>`, several joined by `, `), `to[]`,
- * `cc[]`, `date` (ISO-8601 UTC from the `Date` header read as RFC 5322 §3.3
+ * `cc[]`, `mailboxes` (`{ from, to, cc }`: each header's mailboxes as
+ * `{ name, address }` with the address lower-cased, groups expanded; filters match
+ * `from`/`to`/`cc` on them), `date` (ISO-8601 UTC from the `Date` header read as RFC 5322 §3.3
  * with zone names, a date without a zone read as UTC: the same on every host),
  * `messageId`, `inReplyTo` (its first msg-id), `references[]` (msg-ids only:
  * RFC 5322 §3.6.4, comments and phrases such as `(Member's message of …)`

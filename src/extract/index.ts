@@ -52,7 +52,13 @@ export {
 export { docxExtractor } from "./docx.js";
 export { type AttachmentInfo, emailExtractor } from "./email.js";
 export { type HtmlText, htmlExtractor, htmlToText } from "./html.js";
-export { type FrontMatter, markdownExtractor, markdownTitle, parseFrontMatter } from "./markdown.js";
+export {
+  type FrontMatter,
+  frontMatterTags,
+  markdownExtractor,
+  markdownTitle,
+  parseFrontMatter,
+} from "./markdown.js";
 export { normalizePdfText, pdfExtractor } from "./pdf.js";
 export { compareTs, renderSlackText, type SlackContext, slackExtractor } from "./slack.js";
 export { textExtractor } from "./text.js";

@@ -3,7 +3,7 @@
  * with the title and the front matter (YAML `---`, or simple TOML `+++`) lifted
  * into metadata.
  */
-import { parseDocument } from "yaml";
+import { parseDocument, visit } from "yaml";
 import { markdownHeadings } from "../chunk/markdown-blocks.js";
 import type { ExtractedDocument } from "../types.js";
 import type { ExtractContext, Extractor } from "./contract.js";
@@ -18,7 +18,8 @@ export interface FrontMatter {
   format: "yaml" | "toml";
   /**
    * The parsed mapping with JSON-serialisable values: nested maps and lists as
-   * objects and arrays, dates as ISO-8601 strings, `.inf`/`.nan` as strings.
+   * objects and arrays, a date alone as `YYYY-MM-DD`, a date-time as an ISO-8601 UTC
+   * string, `.inf`/`.nan` as strings.
    * `{}` when the block is empty or could not be parsed (see `error`).
    */
   data: Record<string, JsonValue>;
@@ -163,6 +164,16 @@ function parseYaml(body: string, line0: number): ParsedBody {
     const message = first.message.split("\n")[0]?.slice(0, MAX_MESSAGE) ?? "parse error";
     return { data: looseFields(body), error: `${message} (line ${line})` };
   }
+  // A date alone (`date: 2024-03-01`) stays a date, `YYYY-MM-DD`, not midnight UTC as a
+  // date-time: equality filters on it then match what was written.
+  visit(doc, {
+    Scalar(_key, node) {
+      if (node.value instanceof Date && /^\s*\d{4}-\d{2}-\d{2}\s*$/.test(node.source ?? "")) {
+        const time = node.value.getTime();
+        if (!Number.isNaN(time)) node.value = node.value.toISOString().slice(0, 10);
+      }
+    },
+  });
   let js: unknown;
   try {
     js = doc.toJS({ maxAliasCount: 100 });
@@ -302,12 +313,20 @@ function tagList(value: JsonValue | undefined): string[] | undefined {
   return tags.length > 0 ? tags : undefined;
 }
 
+/**
+ * The tags front matter gives a document: `tags`, else `keywords` (a list, or a
+ * comma-separated string), as strings; undefined when there are none.
+ */
+export function frontMatterTags(data: Record<string, unknown>): string[] | undefined {
+  return tagList(data.tags as JsonValue | undefined) ?? tagList(data.keywords as JsonValue | undefined);
+}
+
 /** The metadata fields lifted from front matter: `title`, `author`, `tags`, `description`, `date`. */
 function liftedFields(data: Record<string, JsonValue>): Record<string, unknown> {
   return {
     title: textValue(data.title),
     author: textValue(data.author) ?? textValue(data.authors),
-    tags: tagList(data.tags) ?? tagList(data.keywords),
+    tags: frontMatterTags(data),
     description: textValue(data.description),
     date: textValue(data.date),
   };
@@ -355,9 +374,9 @@ export function markdownTitle(text: string): string | undefined {
  * values, when it has entries), and when the front matter has them: `author`
  * (`author` or `authors`, a list joined with ", "), `tags` (string list, from
  * `tags` or `keywords`, a list or a comma-separated string), `description`, `date`
- * (a YAML or TOML date-time as an ISO-8601 UTC string, one without an offset
- * read as UTC as YAML 1.1 timestamps are, never in the host's time zone; any
- * other value as written).
+ * (a YAML or TOML date alone as `YYYY-MM-DD`; a date-time as an ISO-8601 UTC string,
+ * one without an offset read as UTC as YAML 1.1 timestamps are, never in the host's
+ * time zone; any other value as written). Front matter dates are stored the same way.
  * Front matter that does not parse adds a warning
  * ("front matter is not valid YAML: …") and is otherwise ignored; values nested
  * deeper than {@link MAX_FRONT_MATTER_DEPTH} levels are dropped with a warning

@@ -9,18 +9,18 @@ import type { KnowledgeBaseConfig } from "../config.js";
 import { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
-import { discoverSources, extractFile } from "../extract/index.js";
+import { discoverSources, extractFile, frontMatterTags } from "../extract/index.js";
 import { analyzeChunk, type Bm25Index } from "../retrieve/bm25.js";
-import { FILTER_FIELD, type FilterScalar } from "../retrieve/filter.js";
+import type { FilterScalar } from "../retrieve/filter.js";
 import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
 import type { VectorRecord, VectorStore } from "../store/contract.js";
 import { SOURCE_FILTER_FIELDS } from "../store/filter-sql.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
-import type { Chunk, ExtractedDocument, SourceType } from "../types.js";
+import type { Chunk, DocumentMetadata, ExtractedDocument, SourceType } from "../types.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
-export const PIPELINE_VERSION = 6;
+export const PIPELINE_VERSION = 7;
 
 /** A per-file problem reported by ingest. */
 export interface IngestIssue {
@@ -120,6 +120,26 @@ export interface IngestContext {
   userMetadata?: UserMetadata;
   /** Writes LLM context for each chunk (the KB's `chunking.contextLlm`); absent when it has none. */
   situator?: ChunkSituator;
+  /**
+   * Called inside the transaction that writes a source's documents (a savepoint of the
+   * group's transaction with the embedded store), once per source written: what it writes
+   * to the same database commits or rolls back with the documents, so a record of what was
+   * ingested never disagrees with the KB (durable HTTP jobs use it). A throw rolls the
+   * source back and reports it as an error.
+   */
+  onUnitWritten?: (unit: WrittenUnit) => void;
+}
+
+/** A source as written by ingest (see {@link IngestContext.onUnitWritten}). */
+export interface WrittenUnit {
+  /** The source's path (an in-memory document's uri). */
+  path: string;
+  /** Its documents, with their chunk counts (documents without chunks are not stored). */
+  documents: { uri: string; chunks: number }[];
+  /** The source had documents before, which this write replaced. */
+  replaced: boolean;
+  /** Warnings of its documents (extraction, chunking fallback, stored without vectors). */
+  warnings: IngestIssue[];
 }
 
 /**
@@ -127,57 +147,170 @@ export interface IngestContext {
  * fields, `IngestOptions`): `meta` goes to the document's `meta` object, `tags` join its
  * `tags` list (front matter tags included). Filters read both (`{"customer": "acme"}`,
  * `{"tags": {"$contains": "finance"}}`) and results show them in `source.metadata` / `source.tags`.
+ *
+ * It sticks: a document keeps the metadata and tags given at earlier ingests until they are
+ * changed, also when the file is re-ingested (changed or not) without any. A run's `meta`
+ * sets those keys (a `null` value removes the key, as in JSON merge patch, RFC 7396),
+ * `tags` adds tags, `untag` removes tags given earlier, and `replace` forgets everything
+ * given earlier first (so `replace` alone clears it).
  */
 export interface UserMetadata {
-  meta?: Record<string, FilterScalar>;
+  meta?: Record<string, FilterScalar | null>;
   tags?: string[];
+  untag?: string[];
+  replace?: boolean;
 }
 
+/** Keys of user metadata: a letter or `_`, then letters, digits, `_` or `-` (at most 64). */
+export const META_KEY = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+
 /**
- * Checks user metadata: keys are filter field names that are not source attributes (`type`,
- * `path`, `date`…, which come from the document itself) nor `meta`/`tags`; values are
- * strings, finite numbers or booleans; tags are non-empty strings.
+ * Names that cannot be user metadata keys: the source attributes (`type`, `path`, `date`…,
+ * which come from the document itself) and the metadata fields that hold user metadata.
+ */
+const RESERVED_META_KEYS = new Set([...SOURCE_FILTER_FIELDS, "meta", "userTags"]);
+
+/**
+ * Checks user metadata: keys are filter field names (see {@link META_KEY}) that are not
+ * source attributes nor `meta`/`userTags`; values are strings, finite numbers, booleans or
+ * `null` (remove the key); tags are non-empty strings.
  * @throws KnowledgeLayerError naming the key (`metadata.type: "type" is a source attribute…`).
  */
 export function checkUserMetadata(metadata: UserMetadata, root = "metadata"): void {
   for (const [key, value] of Object.entries(metadata.meta ?? {})) {
-    if (!FILTER_FIELD.test(key))
+    if (!META_KEY.test(key))
       throw new KnowledgeLayerError(
         `${root}.${key}: invalid key (letters, digits, "_" and "-", starting with a letter or "_", at most 64 characters)`,
       );
-    if (SOURCE_FILTER_FIELDS.includes(key) || key === "meta")
+    if (RESERVED_META_KEYS.has(key))
       throw new KnowledgeLayerError(
-        `${root}.${key}: "${key}" is a source attribute set from the document itself; choose another key${key === "tags" ? " (or use tags)" : ""}`,
+        `${root}.${key}: "${key}" is ${key === "meta" || key === "userTags" ? "where user metadata is kept" : "a source attribute set from the document itself"}; choose another key${key === "tags" ? " (or use tags)" : ""}`,
       );
     if (
       !(
+        value === null ||
         typeof value === "string" ||
         typeof value === "boolean" ||
         (typeof value === "number" && Number.isFinite(value))
       )
     )
-      throw new KnowledgeLayerError(`${root}.${key}: expected a string, number or boolean`);
+      throw new KnowledgeLayerError(
+        `${root}.${key}: expected a string, number, boolean or null (null removes the key)`,
+      );
   }
-  if (metadata.tags !== undefined) {
-    if (!Array.isArray(metadata.tags)) throw new KnowledgeLayerError("tags: expected a list of strings");
-    for (const tag of metadata.tags)
+  for (const [name, list] of [
+    ["tags", metadata.tags],
+    ["untag", metadata.untag],
+  ] as const) {
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) throw new KnowledgeLayerError(`${name}: expected a list of strings`);
+    for (const tag of list)
       if (typeof tag !== "string" || tag.trim() === "")
-        throw new KnowledgeLayerError(`tags: expected non-empty strings, got ${JSON.stringify(tag)}`);
+        throw new KnowledgeLayerError(`${name}: expected non-empty strings, got ${JSON.stringify(tag)}`);
   }
 }
 
-/** A document with user metadata merged in: `meta` over its own `meta`, `tags` added to its `tags`. */
-export function withUserMetadata(doc: ExtractedDocument, user: UserMetadata): ExtractedDocument {
+/**
+ * A `key=value` metadata value (`kl ingest --meta`) typed: `true`/`false` become booleans; a decimal number written plainly
+ * (`42`, `-3`, `0.25`: no leading zeros, exponent, `+` or spaces) becomes a number when that
+ * number reads back exactly — an integer within ±(2^53 − 1), a decimal of at most 15
+ * significant digits; anything else stays the string as given (`007`, `1e3`,
+ * `12345678901234567890`, `1.0000000000000001`).
+ */
+export function typedMetaValue(raw: string): FilterScalar {
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  const m = /^-?(0|[1-9]\d*)(?:\.(\d+))?$/.exec(raw);
+  if (!m || raw === "-0") return raw;
+  const n = Number(raw);
+  if (m[2] === undefined) return Number.isSafeInteger(n) ? n : raw;
+  const digits = `${m[1] === "0" ? "" : m[1]}${m[2]}`.replace(/^0+/, "").replace(/0+$/, "");
+  return digits.length <= 15 ? n : raw;
+}
+
+/** The user metadata a document carries: its `meta` keys and the tags given at ingest. */
+export interface StoredUserMetadata {
+  meta: Record<string, FilterScalar>;
+  tags: string[];
+}
+
+/** `stored` with a run's changes applied (see {@link UserMetadata}). */
+export function applyUserMetadata(
+  stored: StoredUserMetadata | undefined,
+  run: UserMetadata | undefined,
+): StoredUserMetadata {
+  const base = run?.replace || !stored ? { meta: {}, tags: [] } : stored;
+  const meta: Record<string, FilterScalar> = { ...base.meta };
+  for (const [key, value] of Object.entries(run?.meta ?? {})) {
+    if (value === null) delete meta[key];
+    else meta[key] = value;
+  }
+  const drop = new Set(run?.untag ?? []);
+  const tags = [...new Set([...base.tags, ...(run?.tags ?? [])])].filter((t) => !drop.has(t));
+  return { meta, tags };
+}
+
+/**
+ * The user metadata stored on a document (see {@link withUserMetadata}). A document written
+ * before user tags were kept apart (no `userTags`) gets its tags less the ones its own
+ * content gives (`ownTags`, and the tags of its stored front matter).
+ */
+export function storedUserMetadata(
+  metadata: DocumentMetadata,
+  ownTags: readonly string[] = [],
+): StoredUserMetadata {
+  const meta: Record<string, FilterScalar> = {};
+  if (metadata.meta !== null && typeof metadata.meta === "object" && !Array.isArray(metadata.meta))
+    for (const [k, v] of Object.entries(metadata.meta as Record<string, unknown>))
+      if (typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v)))
+        meta[k] = v;
+  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((t) => typeof t === "string") : []);
+  if (Array.isArray(metadata.userTags)) return { meta, tags: strings(metadata.userTags) };
+  const fm = metadata.frontMatter;
+  const own = new Set([
+    ...ownTags,
+    ...(fm !== null && typeof fm === "object" && !Array.isArray(fm)
+      ? (frontMatterTags(fm as Record<string, unknown>) ?? [])
+      : []),
+  ]);
+  return { meta, tags: strings(metadata.tags).filter((t) => !own.has(t)) };
+}
+
+/**
+ * A document with user metadata merged in: `meta` over its own `meta`, the tags added to
+ * its own `tags`, and the user's tags kept apart in `userTags` (so a later ingest knows
+ * which tags came from the user, whatever the file's own tags become); `userTags` is
+ * written whenever the document has tags.
+ */
+export function withUserMetadata(
+  doc: ExtractedDocument,
+  user: StoredUserMetadata | UserMetadata,
+): ExtractedDocument {
   const metadata = { ...doc.metadata };
-  if (user.meta && Object.keys(user.meta).length > 0) {
+  const meta = Object.fromEntries(
+    Object.entries(user.meta ?? {}).filter((e): e is [string, FilterScalar] => e[1] !== null),
+  );
+  if (Object.keys(meta).length > 0) {
     const own = metadata.meta !== null && typeof metadata.meta === "object" ? (metadata.meta as object) : {};
-    metadata.meta = { ...own, ...user.meta };
+    metadata.meta = { ...own, ...meta };
   }
-  if (user.tags && user.tags.length > 0) {
-    const own = Array.isArray(metadata.tags) ? metadata.tags.map(String) : [];
-    metadata.tags = [...new Set([...own, ...user.tags])];
-  }
+  const userTags = user.tags ?? [];
+  const own = Array.isArray(metadata.tags) ? metadata.tags.map(String) : [];
+  if (userTags.length > 0) metadata.tags = [...new Set([...own, ...userTags])];
+  if (userTags.length > 0 || own.length > 0) metadata.userTags = [...userTags];
   return { ...doc, metadata };
+}
+
+/**
+ * The content hash a unit is stored with: its content's, mixed with the user metadata it
+ * carries (sorted, so the order keys were given in does not matter), so that changed user
+ * metadata re-ingests an unchanged file and unchanged metadata does not.
+ */
+function unitHash(contentHash: string, user: StoredUserMetadata): string {
+  if (Object.keys(user.meta).length === 0 && user.tags.length === 0) return contentHash;
+  const meta = Object.fromEntries(Object.entries(user.meta).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const extra = JSON.stringify({ meta, tags: [...user.tags].sort() });
+  return createHash("sha256").update(contentHash).update(extra).digest("hex");
 }
 
 /** One unit of ingest: a file (or Slack export, or in-memory document) and the documents it yields. */
@@ -196,6 +329,8 @@ interface PreparedUnit {
   /** The unit had documents before this run. */
   replaces: boolean;
   docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
+  /** Warnings reported for the unit's documents (also in the run's summary). */
+  warnings: IngestIssue[];
   vectors?: (Float32Array | undefined)[];
   /**
    * Per chunk (as `vectors`): the vector is the embedder's for the chunk's text, so the
@@ -404,15 +539,6 @@ function reusableVector(chunk: Chunk, embedder: Embedder): Float32Array | undefi
 async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boolean): Promise<IngestSummary> {
   const started = Date.now();
   const user = ctx.userMetadata;
-  if (user && (Object.keys(user.meta ?? {}).length > 0 || (user.tags?.length ?? 0) > 0)) {
-    // User metadata is part of what a unit is: new metadata re-ingests an unchanged file.
-    const extra = JSON.stringify({ meta: user.meta ?? {}, tags: user.tags ?? [] });
-    units = units.map((u) => ({
-      ...u,
-      contentHash: createHash("sha256").update(u.contentHash).update(extra).digest("hex"),
-      load: async () => (await u.load()).map((d) => withUserMetadata(d, user)),
-    }));
-  }
   const { catalog, config } = ctx;
   const kb = config.name;
   const hash = pipelineHash(config);
@@ -509,30 +635,38 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     }
     for (const p of pending) {
       if (embed && !embedNow) {
-        summary.warnings.push({
+        const warning = {
           path: p.unit.path,
           reason:
             "stored without vectors: the vector store failed earlier in this run; the next ingest embeds it",
-        });
+        };
+        summary.warnings.push(warning);
+        p.warnings.push(warning);
       }
     }
     if (ctx.store instanceof SqliteVectorStore) {
-      // Embedded store: the group's sources commit together (one commit instead of one per
-      // source); each source is a savepoint, so one that fails rolls back alone.
+      // Embedded store: the group's sources commit together, in one transaction without a
+      // savepoint per source (a savepoint copies every page a source touches to a sub-journal
+      // first, which at 100k chunks was most of the bytes ingest wrote). Should a source fail
+      // to store, the group rolls back whole and its sources are written again one
+      // transaction each, so only the failing one is left out.
       const counts = { ...summary, errors: [...summary.errors] };
-      catalog.db
-        .transaction(() => {
-          for (const p of pending) {
-            try {
-              writeUnit(ctx, p, hash, embedNow, counts);
-            } catch (error) {
-              counts.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
-            }
+      try {
+        catalog.db
+          .transaction(() => {
+            for (const p of pending) writeUnitRows(ctx, p, hash, embedNow, counts);
+          })
+          .immediate();
+        Object.assign(summary, counts);
+      } catch {
+        for (const p of pending) {
+          try {
+            writeUnit(ctx, p, hash, embedNow, summary);
+          } catch (error) {
+            summary.errors.push({ path: p.unit.path, reason: `cannot store: ${errorReason(error)}` });
           }
-        })
-        .immediate();
-      // Counted once the group has committed.
-      Object.assign(summary, counts);
+        }
+      }
     } else {
       for (const p of pending) {
         try {
@@ -554,26 +688,42 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       break;
     }
     const existing = catalog.documentsByPath(kb, unit.path);
+    // User metadata sticks to a source's documents (see UserMetadata): this run's changes
+    // apply over what they carry, and the unit is unchanged only if the result is too.
+    const stored = existing[0] ? catalog.documentMetadata(existing[0].id) : undefined;
+    const userMetadataFor = (ownTags: readonly string[]): StoredUserMetadata =>
+      applyUserMetadata(stored && storedUserMetadata(stored, ownTags), user);
+    const expected = unitHash(unit.contentHash, userMetadataFor([]));
     const unchanged =
       existing.length > 0 &&
-      existing.every(
-        (d) => d.contentHash === unit.contentHash && d.pipelineHash === hash && (d.embedded || !embed),
-      );
+      existing.every((d) => d.contentHash === expected && d.pipelineHash === hash && (d.embedded || !embed));
     if (unchanged) {
       summary.unchanged++;
     } else {
       try {
-        const docs = await unit.load();
-        const prepared: PreparedUnit = { unit, replaces: existing.length > 0, docs: [] };
+        const loaded = await unit.load();
+        const first = loaded[0]?.metadata.tags;
+        const userMetadata = userMetadataFor(Array.isArray(first) ? first.map(String) : []);
+        const docs = loaded.map((d) => withUserMetadata(d, userMetadata));
+        const prepared: PreparedUnit = {
+          unit: { ...unit, contentHash: unitHash(unit.contentHash, userMetadata) },
+          replaces: existing.length > 0,
+          docs: [],
+          warnings: [],
+        };
+        const warn = (issue: IngestIssue): void => {
+          summary.warnings.push(issue);
+          prepared.warnings.push(issue);
+        };
         for (const doc of docs) {
-          for (const warning of doc.warnings ?? []) summary.warnings.push({ path: doc.uri, reason: warning });
+          for (const warning of doc.warnings ?? []) warn({ path: doc.uri, reason: warning });
           const chunks = await chunker.chunk(doc);
           if (ctx.situator && chunks.length > 0) {
             const outcome = await ctx.situator.situate(doc, chunks, chunker.limits);
             summary.situated.written += outcome.situated - outcome.cached;
             summary.situated.cached += outcome.cached;
             if (outcome.failure !== undefined)
-              summary.warnings.push({
+              warn({
                 path: doc.uri,
                 reason: `LLM context written for ${outcome.situated} of ${chunks.length} chunks: ${outcome.failure}`,
               });
@@ -583,7 +733,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
           chunkedTotal += chunks.length;
           const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
           if (fallback) {
-            summary.warnings.push({
+            warn({
               path: doc.uri,
               reason: `embedding_semantic chunking fell back to fixed windows: ${String(fallback.metadata.fallbackReason)}`,
             });
@@ -618,6 +768,12 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   return summary;
 }
 
+/** What deleting documents needs of an ingest context: the KB's catalog, keyword index and vector store. */
+export type DocumentRemovalContext = Pick<
+  IngestContext,
+  "catalog" | "bm25" | "store" | "config" | "collection"
+>;
+
 /**
  * Deletes every document of a source (chunks, postings, vectors) in one transaction;
  * true if any existed. A server store's vectors are deleted after the commit.
@@ -625,14 +781,31 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 async function removeSource(ctx: IngestContext, path: string): Promise<boolean> {
   const docs = ctx.catalog.documentsByPath(ctx.config.name, path);
   if (docs.length === 0) return false;
-  const stale: string[] = [];
-  ctx.catalog.db
-    .transaction(() => {
-      for (const doc of docs) stale.push(...deleteDocument(ctx, doc.id));
-    })
-    .immediate();
-  await deleteStaleVectors(ctx, stale);
+  await removeDocuments(
+    ctx,
+    docs.map((d) => d.id),
+  );
   return true;
+}
+
+/**
+ * Deletes documents of the context's KB with their chunks, BM25 postings and vectors: the
+ * one document deletion of the library (`KnowledgeLayer.deleteDocuments`, re-ingest of a
+ * changed source). With the embedded store everything is one transaction; a server store's
+ * vectors are deleted after the catalog commit (a failure there leaves orphan vectors,
+ * which search ignores because their chunks are gone). Ids that are not documents of the
+ * KB are ignored. Returns the number of documents deleted.
+ */
+export async function removeDocuments(ctx: DocumentRemovalContext, ids: readonly number[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const stale: string[] = [];
+  const deleted = ctx.catalog.transaction(() => {
+    const owned = ctx.catalog.documentIdsIn(ctx.config.name, ids);
+    for (const id of owned) stale.push(...deleteDocument(ctx, id));
+    return owned.length;
+  });
+  await deleteStaleVectors(ctx, stale);
+  return deleted;
 }
 
 /**
@@ -640,7 +813,7 @@ async function removeSource(ctx: IngestContext, path: string): Promise<boolean> 
  * embedded one. Call inside a transaction. Returns the chunk ids whose vectors a
  * server store still holds (delete them after the commit).
  */
-function deleteDocument(ctx: IngestContext, documentId: number): string[] {
+function deleteDocument(ctx: DocumentRemovalContext, documentId: number): string[] {
   const ids = ctx.catalog.chunkIds(documentId).map(String);
   ctx.bm25.removeDocument(documentId, ctx.config.retrieval.analyzer);
   ctx.catalog.deleteDocument(documentId);
@@ -656,7 +829,10 @@ function deleteDocument(ctx: IngestContext, documentId: number): string[] {
  * failure leaves orphan vectors, which search ignores (their ids are not chunks
  * of the KB), so it is not an ingest error.
  */
-async function deleteStaleVectors(ctx: IngestContext, ids: string[]): Promise<void> {
+async function deleteStaleVectors(
+  ctx: Pick<IngestContext, "store" | "collection">,
+  ids: string[],
+): Promise<void> {
   if (ids.length === 0) return;
   try {
     if (await ctx.store.info(ctx.collection)) await ctx.store.delete(ctx.collection, ids);
@@ -721,12 +897,31 @@ async function commitUnit(
 }
 
 /**
- * The catalog part of {@link commitUnit}, in one transaction (a savepoint inside the
+ * The catalog part of {@link commitUnit}, in one transaction (a savepoint inside a
  * caller's): replaces the unit's documents, chunks and postings, and, with the embedded
  * store, its vectors. Counts the unit into `summary` once written. Returns what a server
  * store still has to do: the vectors to add, the stale chunk ids and the new document ids.
  */
 function writeUnit(
+  ctx: IngestContext,
+  prepared: PreparedUnit,
+  hash: string,
+  embed: boolean,
+  summary: IngestSummary,
+): { stale: string[]; records: VectorRecord[]; documentIds: number[] } {
+  const counts = { ...summary, errors: [...summary.errors] };
+  const out = ctx.catalog.db.transaction(() => writeUnitRows(ctx, prepared, hash, embed, counts)).immediate();
+  // Counted once the catalog transaction has committed.
+  Object.assign(summary, counts);
+  return out;
+}
+
+/**
+ * The rows of {@link writeUnit}, inside the caller's transaction: replaces the unit's
+ * documents, chunks and postings (and, with the embedded store, its vectors), and counts
+ * the unit into `summary` (which the caller keeps only if the transaction commits).
+ */
+function writeUnitRows(
   ctx: IngestContext,
   prepared: PreparedUnit,
   hash: string,
@@ -739,54 +934,63 @@ function writeUnit(
   const stale: string[] = [];
   const records: VectorRecord[] = [];
   const documentIds: number[] = [];
-  catalog.db
-    .transaction(() => {
-      for (const old of catalog.documentsByPath(kb, prepared.unit.path))
-        stale.push(...deleteDocument(ctx, old.id));
-      let v = 0;
-      for (const { doc, chunks } of prepared.docs) {
-        if (chunks.length === 0) continue;
-        const documentId = catalog.insertDocument({
-          kb,
-          uri: doc.uri,
-          path: prepared.unit.path,
-          type: doc.metadata.type,
-          title: doc.metadata.title,
-          contentHash: prepared.unit.contentHash,
-          pipelineHash: hash,
-          embedded: embed && inTransaction !== undefined,
-          metadata: doc.metadata,
-          text: doc.text,
-          chunkCount: chunks.length,
-        });
-        documentIds.push(documentId);
-        const docRecords: VectorRecord[] = [];
-        const remember: [VectorRecord, string][] = [];
-        for (const chunk of chunks) {
-          const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
-          const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
-          bm25.indexAnalyzed(kb, chunkId, analyzed);
-          const embedded = prepared.embedded?.[v] ?? false;
-          const vector = prepared.vectors?.[v++];
-          if (vector) {
-            const record = {
-              id: String(chunkId),
-              vector,
-              payload: { documentId, chunkIndex: chunk.chunkIndex, type: doc.metadata.type },
-            };
-            docRecords.push(record);
-            if (embedded) remember.push([record, chunk.text]);
-          }
-        }
-        if (inTransaction && docRecords.length > 0) {
-          inTransaction.addBatchSync(collection, docRecords);
-          if (ctx.embedder instanceof CachedEmbedder)
-            for (const [record, text] of remember) ctx.embedder.rememberStored(text, collection, record.id);
-        } else records.push(...docRecords);
+  // A document keeps its id while it stays in the KB: a replaced document (same uri)
+  // gets its old id back. Chunk ids are always new (vectors are stored under them).
+  const ids = new Map<string, number>();
+  for (const old of catalog.documentsByPath(kb, prepared.unit.path)) {
+    ids.set(old.uri, old.id);
+    stale.push(...deleteDocument(ctx, old.id));
+  }
+  let v = 0;
+  for (const { doc, chunks } of prepared.docs) {
+    if (chunks.length === 0) continue;
+    const documentId = catalog.insertDocument({
+      id: ids.get(doc.uri),
+      kb,
+      uri: doc.uri,
+      path: prepared.unit.path,
+      type: doc.metadata.type,
+      title: doc.metadata.title,
+      contentHash: prepared.unit.contentHash,
+      pipelineHash: hash,
+      embedded: embed && inTransaction !== undefined,
+      metadata: doc.metadata,
+      text: doc.text,
+      chunkCount: chunks.length,
+    });
+    documentIds.push(documentId);
+    const docRecords: VectorRecord[] = [];
+    const remember: [VectorRecord, string][] = [];
+    for (const chunk of chunks) {
+      const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
+      const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
+      bm25.indexAnalyzed(kb, chunkId, analyzed);
+      const embedded = prepared.embedded?.[v] ?? false;
+      const vector = prepared.vectors?.[v++];
+      if (vector) {
+        const record = {
+          id: String(chunkId),
+          vector,
+          payload: { documentId, chunkIndex: chunk.chunkIndex, type: doc.metadata.type },
+        };
+        docRecords.push(record);
+        if (embedded) remember.push([record, chunk.text]);
       }
-    })
-    .immediate();
-  // Counted once the catalog transaction has committed.
+    }
+    if (inTransaction && docRecords.length > 0) {
+      inTransaction.addBatchSync(collection, docRecords);
+      if (ctx.embedder instanceof CachedEmbedder)
+        for (const [record, text] of remember) ctx.embedder.rememberStored(text, collection, record.id);
+    } else records.push(...docRecords);
+  }
+  ctx.onUnitWritten?.({
+    path: prepared.unit.path,
+    documents: prepared.docs
+      .filter((d) => d.chunks.length > 0)
+      .map((d) => ({ uri: d.doc.uri, chunks: d.chunks.length })),
+    replaced: prepared.replaces,
+    warnings: prepared.warnings,
+  });
   const written = prepared.docs.filter((d) => d.chunks.length > 0);
   summary.documents += written.length;
   summary.chunks += written.reduce((n, d) => n + d.chunks.length, 0);

@@ -84,6 +84,8 @@ export const attributionSchema = z.looseObject({
     .optional()
     .describe("Heading path of every section the passage covers, when it covers several."),
   from: z.string().optional(),
+  to: z.array(z.string()).optional(),
+  cc: z.array(z.string()).optional(),
   subject: z.string().optional(),
   date: z.string().optional(),
   threadId: z.string().optional(),

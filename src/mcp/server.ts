@@ -9,10 +9,9 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { DEFAULT_KB } from "../config.js";
 import { KnowledgeLayerError } from "../errors.js";
 import type { IngestSummary } from "../ingest/pipeline.js";
-import type { KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
+import type { DocumentDetails, KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
 import type { Filter } from "../retrieve/filter.js";
 import { errorText } from "../secrets.js";
-import type { DocumentRecord } from "../store/catalog.js";
 import { textPage } from "../text-page.js";
 import { formatIngestText, formatSearchText } from "./format.js";
 import { checkIngestPath } from "./ingest-root.js";
@@ -170,8 +169,8 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
     (args) =>
       guarded("get_document", async () => {
         const kbName = kl.getKb(args.kb ?? DEFAULT_KB).name;
-        const doc = findDocument(kl, kbName, args.uri);
-        const full = kl.catalog.documentText(doc.id);
+        const doc = await findDocument(kl, kbName, args.uri);
+        const full = await kl.documentText(doc.id);
         // Never splits a surrogate pair, and every page before the end holds at least one character.
         const {
           start: offset,
@@ -179,7 +178,7 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
           text,
           truncated,
         } = textPage(full, args.offset ?? 0, args.limit ?? MCP_MAX_DOCUMENT_CHARS);
-        const metadata = documentMetadata(kl, doc);
+        const metadata = doc.chunkCount > 0 ? doc.metadata : {};
         const structured: Record<string, unknown> = {
           kb: kbName,
           uri: doc.uri,
@@ -339,11 +338,13 @@ function ingestStructured(s: IngestSummary, path: string): Record<string, unknow
  * A document of a KB by URI, else by source path when that path yields exactly one document.
  * @throws KnowledgeLayerError naming the KB when there is none (or several, listing their URIs).
  */
-function findDocument(kl: KnowledgeLayer, kb: string, uri: string): DocumentRecord {
-  const doc = kl.catalog.getDocument(kb, uri);
+async function findDocument(kl: KnowledgeLayer, kb: string, uri: string): Promise<DocumentDetails> {
+  const doc = await kl.getDocumentByUri(kb, uri);
   if (doc) return doc;
-  const byPath = kl.catalog.documentsByPath(kb, uri);
-  if (byPath.length === 1) return byPath[0] as DocumentRecord;
+  const byPath = await kl.documentsAtPath(kb, uri);
+  const [single] = byPath;
+  const only = byPath.length === 1 && single ? await kl.getDocument(single.id) : undefined;
+  if (only) return only;
   if (byPath.length > 1) {
     const uris = byPath.slice(0, 10).map((d) => d.uri);
     throw new KnowledgeLayerError(
@@ -353,11 +354,4 @@ function findDocument(kl: KnowledgeLayer, kb: string, uri: string): DocumentReco
   throw new KnowledgeLayerError(
     `no document with URI ${uri} in knowledge base "${kb}" (URIs are absolute paths as in search results' source.uri)`,
   );
-}
-
-/** The extracted metadata of a document (stored with it; read through its first chunk). */
-function documentMetadata(kl: KnowledgeLayer, doc: DocumentRecord): Record<string, unknown> {
-  const first = kl.catalog.chunkIds(doc.id)[0];
-  if (first === undefined) return {};
-  return kl.catalog.loadChunks([first]).get(first)?.document.metadata ?? {};
 }

@@ -34,8 +34,10 @@ export interface Attribution {
   headingPath?: string[];
   /** Markdown/HTML/DOCX: heading path of every section a chunk covers, when it covers more than one. */
   headings?: string[][];
-  /** Email: sender, subject, ISO date. */
+  /** Email: sender (`Name <addr>`), recipients (`To`, `Cc`: one `Name <addr>` each), subject, ISO date. */
   from?: string;
+  to?: string[];
+  cc?: string[];
   subject?: string;
   date?: string;
   /** Email: thread id (first References entry, else In-Reply-To, else Message-ID). */
@@ -58,15 +60,29 @@ export interface Attribution {
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.length > 0 ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 
+const strings = (v: unknown): string[] | undefined =>
+  Array.isArray(v) && v.length > 0 ? v.map(String) : undefined;
+
 /** Builds the attribution of a stored chunk from its document and chunk metadata. */
 export function attribute(chunk: StoredChunk): Attribution {
-  const d = chunk.document.metadata;
-  const m = chunk.metadata;
-  const out: Attribution = { uri: chunk.document.uri, path: chunk.document.path, type: chunk.document.type };
+  return attributeParts(chunk.document, chunk.metadata);
+}
+
+/**
+ * The attribution of a whole document (`kl docs list --json`): the source attributes that
+ * come from the document, without the ones of a chunk (lines, pages, heading path…).
+ */
+export function documentAttribution(document: StoredChunk["document"]): Attribution {
+  return attributeParts(document, {});
+}
+
+function attributeParts(document: StoredChunk["document"], m: Record<string, unknown>): Attribution {
+  const d = document.metadata;
+  const out: Attribution = { uri: document.uri, path: document.path, type: document.type };
   const set = <K extends keyof Attribution>(key: K, value: Attribution[K] | undefined): void => {
     if (value !== undefined) out[key] = value;
   };
-  set("title", chunk.document.title ?? undefined);
+  set("title", document.title ?? undefined);
   set("author", str(d.author));
   set("link", str(m.link) ?? str(d.canonicalUrl) ?? str(d.url));
   set("lineStart", num(m.lineStart));
@@ -80,6 +96,8 @@ export function attribute(chunk: StoredChunk): Attribution {
     out.headings = (m.headings as unknown[][]).map((p) => p.map(String));
   }
   set("from", str(d.from));
+  set("to", strings(d.to));
+  set("cc", strings(d.cc));
   set("subject", str(d.subject));
   set("date", str(d.date));
   set("threadId", str(d.threadId));

@@ -162,20 +162,29 @@ interface QueryList {
 }
 
 /**
- * Corpus-level BM25 over the chunks of one knowledge base, with a block-compressed
- * inverted index persisted in SQLite (see `postings.ts`): `kw_blocks` (a term's postings,
- * (chunk id, tf, field length), cut into blocks of 128), `kw_terms` (document frequency per
- * term) and `kw_pending` (chunks indexed since the last merge, one row per chunk with its
- * terms). Two fields: the chunk's text and its document's title (terms prefixed with
- * {@link TITLE_FIELD_PREFIX}). N and the field-length sums come from `kb_stats`, kept by
- * triggers in the transaction that writes the chunks, so they always reflect the whole corpus.
- * Scoring is {@link bm25TermScore} with {@link bm25Idf}, summed over query terms, plus the
- * title field's score times {@link Bm25Params.titleWeight}.
+ * Corpus-level BM25 over the chunks of one knowledge base, with a segmented,
+ * block-compressed inverted index persisted in SQLite (see `postings.ts`). Two fields: the
+ * chunk's text and its document's title (terms prefixed with {@link TITLE_FIELD_PREFIX}).
+ * N and the field-length sums come from `kb_stats`, kept by triggers in the transaction
+ * that writes the chunks, so they always reflect the whole corpus. Scoring is
+ * {@link bm25TermScore} with {@link bm25Idf}, summed over query terms, plus the title
+ * field's score times {@link Bm25Params.titleWeight}.
  *
- * Writes are cheap: indexing a chunk writes one `kw_pending` row; every
- * {@link PENDING_MERGE_CHUNKS} pending chunks (and at {@link Bm25Index.flush}) they are
- * merged into the blocks, one write per distinct term, in the transaction that indexed them.
- * Search reads pending chunks too, so a crash between ingest and merge loses nothing.
+ * Layout: indexing a chunk writes one `kw_pending` row (its terms). Every
+ * {@link PENDING_MERGE_CHUNKS} pending chunks (and at {@link Bm25Index.flush}) the pending
+ * chunks become a new immutable **segment**: for each term, its postings (chunk id, tf, field
+ * length) cut into blocks of 128 (`kw_seg_blocks`, keyed (kb, segment, term, last id)) and
+ * its document frequency in the segment (`kw_seg_terms`). A segment's rows are written in
+ * key order after the KB's other segments, so a merge writes fresh pages instead of
+ * rewriting a block in every term's list across the whole index (which made the write cost
+ * of a merge grow with the index). Segments are merged in tiers, as Lucene's
+ * TieredMergePolicy and LSM trees do (O'Neil et al. 1996, "The log-structured merge-tree"):
+ * when {@link SEGMENT_MERGE_FACTOR} segments share a size tier they become one segment of
+ * the next tier, so a KB has O(log N) segments and each posting is rewritten O(log N) times.
+ * A term's list is the union of its lists in every segment (one index seek per segment) and
+ * its df the sum. Search reads pending chunks too, so a crash between ingest and merge loses
+ * nothing; every merge bumps the KB's data version (`kb_stats.version`), so readers in any
+ * process drop what they cached about the old layout.
  *
  * Top-k is exact but does not read every posting (MaxScore, Turtle & Flood 1995):
  * lists are read from the rarest (highest score bound) down; once the bounds of the
@@ -192,24 +201,37 @@ export class Bm25Index {
    * common to many queries is counted once per state of the index.
    */
   private readonly dfCache = new Map<string, { state: string; df: Map<string, number> }>();
-  /** Pending chunks' postings per KB, parsed once per state of its statistics. */
+  /**
+   * Pending chunks' postings per KB, parsed once per state of its statistics and of its
+   * pending rows (a merge, here or in another process, empties them without changing the
+   * statistics: postings cached from before it would be counted twice).
+   */
   private readonly pendingCache = new Map<string, { state: string; lists: Map<string, PostingList> }>();
+  /** Segments per KB (id and chunk-id range), read once per state of its statistics. */
+  private readonly segmentCache = new Map<string, { state: string; segments: Segment[] }>();
   private readonly addPending;
   private readonly pendingRows;
   private readonly pendingCount;
+  private readonly pendingState;
   private readonly pendingOf;
   private readonly dropPending;
   private readonly dropPendingChunk;
-  private readonly tailOf;
-  private readonly blocksFrom;
+  private readonly segmentsOf;
+  private readonly nextSegment;
+  private readonly insertSegment;
+  private readonly deleteSegment;
+  private readonly termBlocks;
   private readonly blockAt;
-  private readonly allBlocks;
   private readonly insertBlock;
   private readonly updateBlock;
   private readonly deleteBlock;
-  private readonly deleteBlocksFrom;
+  private readonly deleteSegmentBlocks;
+  private readonly insertTerm;
+  private readonly segmentTerms;
+  private readonly deleteSegmentTerms;
   private readonly addDf;
   private readonly dropEmptyTerm;
+  private readonly bumpVersion;
   private readonly documentChunks;
   private readonly kbConfig;
   private readonly profileRows;
@@ -223,43 +245,61 @@ export class Bm25Index {
   constructor(db: Db) {
     this.db = db;
     this.statsOf = db.prepare("SELECT chunks, body_tokens, title_tokens, version FROM kb_stats WHERE kb = ?");
-    this.dfOf = db.prepare("SELECT df FROM kw_terms WHERE kb = ? AND term = ?").pluck();
+    // One seek per segment (SQLite runs `seg IN (…)` on the key's second column as one lookup each).
+    this.dfOf = db
+      .prepare(
+        "SELECT coalesce(sum(df), 0) FROM kw_seg_terms WHERE kb = ? AND seg IN (SELECT seg FROM kw_segments WHERE kb = ?) AND term = ?",
+      )
+      .pluck();
     this.addPending = db.prepare("INSERT OR REPLACE INTO kw_pending (kb, chunk_id, terms) VALUES (?, ?, ?)");
     this.pendingRows = db
       .prepare("SELECT chunk_id, terms FROM kw_pending WHERE kb = ? ORDER BY chunk_id")
       .raw();
     this.pendingCount = db.prepare("SELECT count(*) FROM kw_pending WHERE kb = ?").pluck();
+    this.pendingState = db
+      .prepare("SELECT count(*) || ':' || coalesce(max(chunk_id), 0) FROM kw_pending WHERE kb = ?")
+      .pluck();
     this.pendingOf = db.prepare("SELECT terms FROM kw_pending WHERE kb = ? AND chunk_id = ?").pluck();
     this.dropPending = db.prepare("DELETE FROM kw_pending WHERE kb = ? AND chunk_id <= ?");
     this.dropPendingChunk = db.prepare("DELETE FROM kw_pending WHERE kb = ? AND chunk_id = ?");
-    this.tailOf = db
-      .prepare(
-        "SELECT last_id, n, max_tf, min_len, data FROM kw_blocks WHERE kb = ? AND term = ? ORDER BY last_id DESC LIMIT 1",
-      )
+    this.segmentsOf = db
+      .prepare("SELECT seg, chunks, min_id, max_id FROM kw_segments WHERE kb = ? ORDER BY min_id, seg")
       .raw();
-    this.blocksFrom = db
-      .prepare("SELECT data FROM kw_blocks WHERE kb = ? AND term = ? AND last_id >= ? ORDER BY last_id")
+    this.nextSegment = db.prepare("SELECT coalesce(max(seg), 0) + 1 FROM kw_segments WHERE kb = ?").pluck();
+    this.insertSegment = db.prepare(
+      "INSERT INTO kw_segments (kb, seg, chunks, min_id, max_id) VALUES (?, ?, ?, ?, ?)",
+    );
+    this.deleteSegment = db.prepare("DELETE FROM kw_segments WHERE kb = ? AND seg = ?");
+    this.termBlocks = db
+      .prepare(
+        "SELECT data FROM kw_seg_blocks WHERE kb = ? AND seg IN (SELECT seg FROM kw_segments WHERE kb = ?) AND term = ?",
+      )
       .pluck();
     this.blockAt = db
       .prepare(
-        "SELECT last_id, data FROM kw_blocks WHERE kb = ? AND term = ? AND last_id >= ? ORDER BY last_id LIMIT 1",
+        "SELECT last_id, data FROM kw_seg_blocks WHERE kb = ? AND seg = ? AND term = ? AND last_id >= ? ORDER BY last_id LIMIT 1",
       )
       .raw();
-    this.allBlocks = db
-      .prepare("SELECT data FROM kw_blocks WHERE kb = ? AND term = ? ORDER BY last_id")
-      .pluck();
     this.insertBlock = db.prepare(
-      "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO kw_seg_blocks (kb, seg, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.updateBlock = db.prepare(
-      "UPDATE kw_blocks SET last_id = ?, n = ?, max_tf = ?, min_len = ?, data = ? WHERE kb = ? AND term = ? AND last_id = ?",
+      "UPDATE kw_seg_blocks SET last_id = ?, n = ?, max_tf = ?, min_len = ?, data = ? WHERE kb = ? AND seg = ? AND term = ? AND last_id = ?",
     );
-    this.deleteBlock = db.prepare("DELETE FROM kw_blocks WHERE kb = ? AND term = ? AND last_id = ?");
-    this.deleteBlocksFrom = db.prepare("DELETE FROM kw_blocks WHERE kb = ? AND term = ? AND last_id >= ?");
-    this.addDf = db.prepare(
-      "INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?) ON CONFLICT (kb, term) DO UPDATE SET df = df + excluded.df",
+    this.deleteBlock = db.prepare(
+      "DELETE FROM kw_seg_blocks WHERE kb = ? AND seg = ? AND term = ? AND last_id = ?",
     );
-    this.dropEmptyTerm = db.prepare("DELETE FROM kw_terms WHERE kb = ? AND term = ? AND df <= 0");
+    this.deleteSegmentBlocks = db.prepare("DELETE FROM kw_seg_blocks WHERE kb = ? AND seg = ?");
+    this.insertTerm = db.prepare("INSERT INTO kw_seg_terms (kb, seg, term, df) VALUES (?, ?, ?, ?)");
+    this.segmentTerms = db
+      .prepare("SELECT term FROM kw_seg_terms WHERE kb = ? AND seg = ? AND term > ? ORDER BY term LIMIT ?")
+      .pluck();
+    this.deleteSegmentTerms = db.prepare("DELETE FROM kw_seg_terms WHERE kb = ? AND seg = ?");
+    this.addDf = db.prepare("UPDATE kw_seg_terms SET df = df + ? WHERE kb = ? AND seg = ? AND term = ?");
+    this.dropEmptyTerm = db.prepare(
+      "DELETE FROM kw_seg_terms WHERE kb = ? AND seg = ? AND term = ? AND df <= 0",
+    );
+    this.bumpVersion = db.prepare("UPDATE kb_stats SET version = version + 1 WHERE kb = ?");
     this.documentChunks = db
       .prepare(
         "SELECT c.id, c.kb, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.document_id = ?",
@@ -369,64 +409,140 @@ export class Bm25Index {
   }
 
   /**
-   * Merges the pending chunks of `kb` into the posting blocks (one write per distinct
-   * term), in a transaction of its own or the caller's. Ingest calls it at the end of a run;
-   * search is correct without it (pending chunks are read too), only slower.
+   * Turns the pending chunks of `kb` into a new segment, then merges segments whose tier
+   * is full (see the class comment), in a transaction of its own or the caller's. Ingest
+   * calls it at the end of a run; search is correct without it (pending chunks are read
+   * too), only slower.
    */
   flush(kb: string): void {
-    this.db.transaction(() => {
-      const rows = this.pendingRows.all(kb) as [number, string][];
-      if (rows.length === 0) return;
-      const lists = new Map<string, PostingList>();
-      for (const [id, terms] of rows) parsePending(id, terms, lists);
-      for (const [term, list] of lists) {
-        const added = this.appendList(kb, term, list);
-        if (added !== 0) this.addDf.run(kb, term, added);
-      }
-      this.dropPending.run(kb, (rows[rows.length - 1] as [number, string])[0]);
-    })();
+    // Inside the caller's transaction, no savepoint of its own: a savepoint would copy every
+    // page the merge touches to a sub-journal first.
+    if (this.db.inTransaction) this.flushRows(kb);
+    else this.db.transaction(() => this.flushRows(kb))();
   }
 
-  /** Adds `list` (sorted by id) to a term's blocks; returns how many chunk ids are new to the term. */
-  private appendList(kb: string, term: string, list: PostingList): number {
-    const first = list.ids[0] as number;
-    const tail = this.tailOf.get(kb, term) as [number, number, number, number, Buffer] | undefined;
-    let from = 0;
-    if (tail) {
-      const [lastId, n, maxTf, minLen, data] = tail;
-      if (first <= lastId) {
-        // Out of order (ids committed by another writer): rewrite from the block holding `first`.
-        const old = emptyList();
-        for (const block of this.blocksFrom.all(kb, term, first) as Buffer[]) decodeBlock(block, old);
-        this.deleteBlocksFrom.run(kb, term, first);
-        const merged = mergeLists(old, list);
-        this.writeBlocks(kb, term, merged, 0);
-        return merged.ids.length - old.ids.length;
+  /** The body of {@link flush}, in the caller's transaction. */
+  private flushRows(kb: string): void {
+    const rows = this.pendingRows.all(kb) as [number, string][];
+    if (rows.length === 0) return;
+    const lists = new Map<string, PostingList>();
+    for (const [id, terms] of rows) parsePending(id, terms, lists);
+    const seg = this.nextSegment.get(kb) as number;
+    const terms = [...lists.keys()].sort(compareTerms);
+    for (const term of terms) this.writeList(kb, seg, term, lists.get(term) as PostingList);
+    const first = (rows[0] as [number, string])[0];
+    const last = (rows[rows.length - 1] as [number, string])[0];
+    this.insertSegment.run(kb, seg, rows.length, first, last);
+    this.dropPending.run(kb, last);
+    this.compact(kb);
+    this.bumpVersion.run(kb);
+  }
+
+  /** Writes a term's whole list in segment `seg`: its blocks and its df row. */
+  private writeList(kb: string, seg: number, term: string, list: PostingList): void {
+    for (const b of blockRows(list))
+      this.insertBlock.run(kb, seg, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
+    this.insertTerm.run(kb, seg, term, list.ids.length);
+  }
+
+  /**
+   * Merges segments in tiers: a segment's tier is ⌊log_F(chunks / base)⌋ (F =
+   * {@link SEGMENT_MERGE_FACTOR}, base = {@link SEGMENT_BASE_CHUNKS}); when F segments share
+   * a tier they become one segment (of the next tier), repeated until no tier is full.
+   */
+  private compact(kb: string): void {
+    for (;;) {
+      const segments = this.readSegments(kb);
+      const byTier = new Map<number, Segment[]>();
+      for (const s of segments) {
+        const tier = segmentTier(s.chunks);
+        const list = byTier.get(tier) ?? [];
+        list.push(s);
+        byTier.set(tier, list);
       }
-      if (n < BLOCK_POSTINGS) {
-        const take = Math.min(BLOCK_POSTINGS - n, list.ids.length);
-        const bounds = blockBounds(list, 0, take);
-        this.updateBlock.run(
-          list.ids[take - 1],
-          n + take,
-          Math.max(maxTf, bounds.maxTf),
-          Math.min(minLen, bounds.minLen),
-          Buffer.concat([data, encodeBlock(list, 0, take, lastId)]),
-          kb,
-          term,
-          lastId,
-        );
-        from = take;
-      }
+      const full = [...byTier.entries()].filter(([, list]) => list.length >= SEGMENT_MERGE_FACTOR);
+      if (full.length === 0) return;
+      full.sort((a, b) => a[0] - b[0]);
+      this.mergeSegments(kb, (full[0] as [number, Segment[]])[1]);
     }
-    this.writeBlocks(kb, term, list, from);
-    return list.ids.length;
   }
 
-  /** Writes postings `from`… of `list` as new blocks. */
-  private writeBlocks(kb: string, term: string, list: PostingList, from: number): void {
-    for (const b of blockRows(list, from))
-      this.insertBlock.run(kb, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
+  /**
+   * Rewrites `segments` as one new segment: term by term in order (each segment's terms
+   * are read a page at a time, so memory holds one page of terms per segment and one term's
+   * lists), then deletes them.
+   */
+  private mergeSegments(kb: string, segments: readonly Segment[]): void {
+    const seg = this.nextSegment.get(kb) as number;
+    const PAGE = 2048;
+    const cursors = segments.map((s) => ({
+      seg: s.seg,
+      terms: [] as string[],
+      at: 0,
+      after: "",
+      done: false,
+    }));
+    const refill = (c: (typeof cursors)[number]) => {
+      if (c.at < c.terms.length || c.done) return;
+      c.terms = this.segmentTerms.all(kb, c.seg, c.after, PAGE) as string[];
+      c.at = 0;
+      if (c.terms.length < PAGE) c.done = true;
+      if (c.terms.length > 0) c.after = c.terms[c.terms.length - 1] as string;
+    };
+    const blocksOf = this.db
+      .prepare("SELECT data FROM kw_seg_blocks WHERE kb = ? AND seg = ? AND term = ? ORDER BY last_id")
+      .pluck();
+    for (;;) {
+      for (const c of cursors) refill(c);
+      let term: string | undefined;
+      for (const c of cursors) {
+        const t = c.terms[c.at];
+        if (t !== undefined && (term === undefined || compareTerms(t, term) < 0)) term = t;
+      }
+      if (term === undefined) break;
+      const parts: PostingList[] = [];
+      for (const c of cursors) {
+        if (c.terms[c.at] !== term) continue;
+        c.at++;
+        const list = emptyList();
+        for (const data of blocksOf.all(kb, c.seg, term) as Buffer[]) decodeBlock(data, list);
+        parts.push(list);
+      }
+      this.writeList(kb, seg, term, combineLists(parts));
+    }
+    let chunks = 0;
+    let min = Number.POSITIVE_INFINITY;
+    let max = Number.NEGATIVE_INFINITY;
+    for (const s of segments) {
+      chunks += s.chunks;
+      min = Math.min(min, s.minId);
+      max = Math.max(max, s.maxId);
+      this.deleteSegmentBlocks.run(kb, s.seg);
+      this.deleteSegmentTerms.run(kb, s.seg);
+      this.deleteSegment.run(kb, s.seg);
+    }
+    this.insertSegment.run(kb, seg, chunks, min, max);
+  }
+
+  /** The segments of `kb`, by chunk-id range. */
+  private readSegments(kb: string): Segment[] {
+    return (this.segmentsOf.all(kb) as [number, number, number, number][]).map(
+      ([seg, chunks, minId, maxId]) => ({
+        seg,
+        chunks,
+        minId,
+        maxId,
+      }),
+    );
+  }
+
+  /** The segments of `kb`, read once per state of the KB. */
+  private segments(kb: string, state: string): Segment[] {
+    const cached = this.segmentCache.get(kb);
+    if (cached && cached.state === state) return cached.segments;
+    const segments = this.readSegments(kb);
+    this.segmentCache.set(kb, { state, segments });
+    return segments;
   }
 
   /**
@@ -436,6 +552,8 @@ export class Bm25Index {
    * the one it was indexed with.
    */
   removeDocument(documentId: number, analyzer?: Analyzer): void {
+    const segmentsByKb = new Map<string, Segment[]>();
+    let changed: string | undefined;
     for (const [id, kb, text, title] of this.documentChunks.all(documentId) as [
       number,
       string,
@@ -446,25 +564,35 @@ export class Bm25Index {
         this.dropPendingChunk.run(kb, id);
         continue;
       }
+      let segments = segmentsByKb.get(kb);
+      if (!segments) {
+        segments = this.readSegments(kb);
+        segmentsByKb.set(kb, segments);
+      }
+      const holding = segments.filter((s) => s.minId <= id && id <= s.maxId);
+      if (holding.length === 0) continue;
       const options = analyzerOptions(analyzer ?? this.analyzerOf(kb));
       const terms = new Set(tokenize(text, options));
       if (title) for (const t of tokenize(title, options)) terms.add(TITLE_FIELD_PREFIX + t);
-      for (const term of terms) this.removePosting(kb, term, id);
+      for (const term of terms) for (const s of holding) if (this.removePosting(kb, s.seg, term, id)) break;
+      changed = kb;
     }
+    // Segment rows changed without a change of the KB's counts: readers must drop their caches.
+    if (changed !== undefined) this.bumpVersion.run(changed);
   }
 
-  /** Removes chunk `id` from a term's list (nothing when it is not there). */
-  private removePosting(kb: string, term: string, id: number): void {
-    const row = this.blockAt.get(kb, term, id) as [number, Buffer] | undefined;
-    if (!row) return;
+  /** Removes chunk `id` from a term's list in segment `seg`; false when it is not there. */
+  private removePosting(kb: string, seg: number, term: string, id: number): boolean {
+    const row = this.blockAt.get(kb, seg, term, id) as [number, Buffer] | undefined;
+    if (!row) return false;
     const [lastId, data] = row;
     const list = decodeBlock(data, emptyList());
     const at = list.ids.indexOf(id);
-    if (at < 0) return;
+    if (at < 0) return false;
     list.ids.splice(at, 1);
     list.tfs.splice(at, 1);
     list.lens.splice(at, 1);
-    if (list.ids.length === 0) this.deleteBlock.run(kb, term, lastId);
+    if (list.ids.length === 0) this.deleteBlock.run(kb, seg, term, lastId);
     else {
       const { maxTf, minLen } = blockBounds(list, 0, list.ids.length);
       this.updateBlock.run(
@@ -474,12 +602,14 @@ export class Bm25Index {
         minLen,
         encodeBlock(list, 0, list.ids.length),
         kb,
+        seg,
         term,
         lastId,
       );
     }
-    this.addDf.run(kb, term, -1);
-    this.dropEmptyTerm.run(kb, term);
+    this.addDf.run(-1, kb, seg, term);
+    this.dropEmptyTerm.run(kb, seg, term);
+    return true;
   }
 
   /** The analyzer a KB is configured with (`english` when the KB has no catalog row). */
@@ -500,7 +630,10 @@ export class Bm25Index {
   indexedChunkIds(kb: string): Set<number> {
     const out = new Set<number>();
     const list = emptyList();
-    for (const data of this.db.prepare("SELECT data FROM kw_blocks WHERE kb = ?").pluck().all(kb) as Buffer[])
+    for (const data of this.db
+      .prepare("SELECT data FROM kw_seg_blocks WHERE kb = ?")
+      .pluck()
+      .all(kb) as Buffer[])
       decodeBlock(data, list);
     for (const id of list.ids) out.add(id);
     for (const id of this.db
@@ -511,8 +644,14 @@ export class Bm25Index {
     return out;
   }
 
+  /** How many segments `kb`'s keyword index has (tests, diagnostics). */
+  segmentCount(kb: string): number {
+    return this.readSegments(kb).length;
+  }
+
   /** Pending postings of `kb` by term, parsed once per state of the KB. */
-  private pending(kb: string, state: string): Map<string, PostingList> {
+  private pending(kb: string, statsState: string): Map<string, PostingList> {
+    const state = `${statsState}:${this.pendingState.get(kb) as string}`;
     const cached = this.pendingCache.get(kb);
     if (cached && cached.state === state) return cached.lists;
     const lists = new Map<string, PostingList>();
@@ -521,29 +660,39 @@ export class Bm25Index {
     return lists;
   }
 
-  /** A term's whole list: its blocks and its pending postings. */
+  /**
+   * A term's whole list: its blocks in every segment and its pending postings. Postings
+   * are not necessarily in id order across segments (scoring does not need it).
+   */
   private readList(kb: string, term: string, pending: PostingList | undefined): PostingList {
     const list = emptyList();
-    for (const data of this.allBlocks.all(kb, term) as Buffer[]) decodeBlock(data, list);
+    for (const data of this.termBlocks.all(kb, kb, term) as Buffer[]) decodeBlock(data, list);
     return appendPostings(list, pending);
   }
 
-  /** The postings of a term for the chunk ids in `wanted` only, reading just the blocks that hold them. */
+  /**
+   * The postings of a term for the chunk ids in `wanted` only, reading just the blocks that
+   * hold them: per id, a seek in each segment whose id range holds it.
+   */
   private probeList(
     kb: string,
     term: string,
     wanted: readonly number[],
     pending: PostingList | undefined,
+    segments: readonly Segment[],
   ): PostingList {
     const out = emptyList();
     const ids = [...wanted].sort((a, b) => a - b);
-    let covered = 0;
-    for (const id of ids) {
-      if (id <= covered) continue;
-      const row = this.blockAt.get(kb, term, id) as [number, Buffer] | undefined;
-      if (!row) break;
-      covered = row[0];
-      decodeBlock(row[1], out);
+    for (const s of segments) {
+      let covered = 0;
+      for (const id of ids) {
+        if (id < s.minId || id <= covered) continue;
+        if (id > s.maxId) break;
+        const row = this.blockAt.get(kb, s.seg, term, id) as [number, Buffer] | undefined;
+        if (!row) break;
+        covered = row[0];
+        decodeBlock(row[1], out);
+      }
     }
     return appendPostings(out, pending);
   }
@@ -581,6 +730,7 @@ export class Bm25Index {
     }
     const dfs = cached.df;
     const pending = this.pending(kb, state);
+    const segments = this.segments(kb, state);
     const N = stats.chunks;
     const titleWeight = params.titleWeight ?? DEFAULT_BM25_PARAMS.titleWeight;
     const k1 = params.k1;
@@ -588,7 +738,8 @@ export class Bm25Index {
     const addList = (term: string, weight: number, avg: number) => {
       let df = dfs.get(term);
       if (df === undefined) {
-        df = ((this.dfOf.get(kb, term) as number | undefined) ?? 0) + (pending.get(term)?.ids.length ?? 0);
+        df =
+          ((this.dfOf.get(kb, kb, term) as number | undefined) ?? 0) + (pending.get(term)?.ids.length ?? 0);
         dfs.set(term, df);
       }
       if (df === 0) return;
@@ -667,7 +818,7 @@ export class Bm25Index {
       const blocks = Math.ceil(list.df / BLOCK_POSTINGS);
       const { ids, tfs, lens } =
         scores.size * 2 < blocks
-          ? this.probeList(kb, list.term, [...scores.keys()], termPending)
+          ? this.probeList(kb, list.term, [...scores.keys()], termPending, segments)
           : this.readList(kb, list.term, termPending);
       for (let j = 0; j < ids.length; j++) {
         const id = ids[j] as number;
@@ -732,8 +883,64 @@ const FIGURE = String.raw`(?:\(?[$€£¥]?\s?-?\d[\d,.]*%?\)?%?|[—–-])`;
 /** Some line of the text may end in two or more figures (a quick test before splitting lines). */
 const TABLE_ROW = new RegExp(String.raw`(?:^|\s)${FIGURE}\s+(?:[$€£¥]\s+)?${FIGURE}[ \t]*(?:\n|$)`);
 
-/** Pending chunks a {@link Bm25Index} collects before merging them into the posting blocks. */
+/** Pending chunks a {@link Bm25Index} collects before turning them into a segment. */
 export const PENDING_MERGE_CHUNKS = 2048;
+
+/** Segments of one size tier that are merged into one (Lucene's default `segmentsPerTier` is 10). */
+export const SEGMENT_MERGE_FACTOR = 8;
+
+/** Chunks of a tier-0 segment's upper size (see {@link segmentTier}). */
+export const SEGMENT_BASE_CHUNKS = 512;
+
+/** A segment of a KB's keyword index: its id, how many chunks it indexed, and their id range. */
+interface Segment {
+  seg: number;
+  chunks: number;
+  minId: number;
+  maxId: number;
+}
+
+/** The size tier of a segment of `chunks` chunks: ⌊log_F(chunks / base)⌋, at least 0. */
+function segmentTier(chunks: number): number {
+  if (chunks <= SEGMENT_BASE_CHUNKS) return 0;
+  return Math.floor(Math.log(chunks / SEGMENT_BASE_CHUNKS) / Math.log(SEGMENT_MERGE_FACTOR) + 1e-9);
+}
+
+/**
+ * Byte order of terms (SQLite's BINARY collation on UTF-8 text, which is code-point order),
+ * for merges. UTF-16 code units sort like code points except that surrogates (U+D800–DFFF)
+ * must come after U+E000–FFFF, hence the shift of both ranges when both units are ≥ U+D800.
+ */
+export function compareTerms(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800) {
+      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/**
+ * One list from a term's lists in several segments: concatenated when their id ranges
+ * follow each other (the usual case: segments are made in chunk-id order), else merged.
+ */
+function combineLists(parts: PostingList[]): PostingList {
+  parts.sort((a, b) => (a.ids[0] ?? 0) - (b.ids[0] ?? 0));
+  let out = emptyList();
+  for (const part of parts) {
+    const last = out.ids[out.ids.length - 1];
+    if (last === undefined || (part.ids[0] ?? 0) > last) appendPostings(out, part);
+    else out = mergeLists(out, part);
+  }
+  return out;
+}
 
 /** Separates the entries of a `kw_pending.terms` value (the tokenizer never emits control characters). */
 const TERM_SEPARATOR = "\u0001";

@@ -99,8 +99,12 @@ export class FilterError extends KnowledgeLayerError {
   }
 }
 
-/** Field names: a letter or `_`, then letters, digits, `_` or `-` (at most 64). */
-export const FILTER_FIELD = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+/**
+ * Field names: a letter or `_`, then letters, digits, `_` or `-`, optionally followed by
+ * `.`-separated parts of those characters (a path into nested metadata: `seo.title`); at
+ * most 64 characters.
+ */
+export const FILTER_FIELD = /^(?=.{1,64}$)[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$/;
 
 /** Most values in one `$in`/`$nin` list. */
 export const MAX_FILTER_LIST = 1000;
@@ -213,7 +217,7 @@ export function parseFilter(input: unknown, root = "filter"): FilterNode {
     if (!FILTER_FIELD.test(name)) {
       fail(
         where,
-        `invalid field name (letters, digits, "_" and "-", starting with a letter or "_", at most 64 characters)`,
+        `invalid field name (letters, digits, "_" and "-", starting with a letter or "_", parts of a nested name joined by ".", at most 64 characters)`,
       );
     }
     if (!isPlainObject(cond)) {
@@ -425,6 +429,9 @@ export function checkStoreFilter(
       if (!supports.kinds.has("not"))
         throw new FilterError(`${whereOf(n)}: $not is not supported by the ${store} store`);
       walk(n.child);
+    } else if (n.field.includes(".")) {
+      // Payloads are flat; some stores would read a dotted name as a nested path, others as a key.
+      throw new FilterError(`${n.where}: nested field names are not supported by the ${store} store`);
     } else if (!supports.kinds.has(n.kind)) {
       throw new FilterError(`${n.where}: not supported by the ${store} store`);
     } else if (n.kind === "range" && "date" in n.bound && !supports.dates) {

@@ -3,7 +3,7 @@
  *
  * A posting is (chunk id, term frequency, field length in tokens). A term's list is kept
  * sorted by chunk id and cut into blocks of at most {@link BLOCK_POSTINGS} postings, one
- * SQLite row per block (`kw_blocks`, keyed by the block's last chunk id so the block holding
+ * SQLite row per block (`kw_seg_blocks`, keyed by the block's last chunk id so the block holding
  * an id is the first with `last_id ≥ id`). Inside a block every posting is three unsigned
  * LEB128 varints: the gap to the previous chunk id (the first one's gap is from 0), tf and
  * length — the delta + variable-byte layout of classic inverted indexes (Witten, Moffat &
@@ -135,7 +135,7 @@ export function appendPostings(into: PostingList, from: PostingList | undefined)
   return into;
 }
 
-/** One `kw_blocks` row of a posting list: its last chunk id, size, block-max statistics and data. */
+/** One `kw_seg_blocks` row of a posting list: its last chunk id, size, block-max statistics and data. */
 export interface BlockRow {
   lastId: number;
   n: number;

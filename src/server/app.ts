@@ -13,7 +13,7 @@
  * ```
  */
 
-import { createWriteStream, rmSync } from "node:fs";
+import { createWriteStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { createRequire } from "node:module";
@@ -23,20 +23,31 @@ import multipart from "@fastify/multipart";
 import swagger from "@fastify/swagger";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { INLINE_DOCUMENT_SEPARATOR, routeText } from "../agent/routing.js";
-import { type KnowledgeBaseConfig, type RetrievalMode, validateKbConfig } from "../config.js";
+import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
 import { BUNDLED_MODELS } from "../embed/bundled-models.js";
-import { ConfigError, ExtractionError } from "../errors.js";
-import type { ExtractOptions } from "../extract/contract.js";
+import { ExtractionError } from "../errors.js";
 import { DEFAULT_EXTRACTION_LIMITS } from "../extract/contract.js";
 import { extractBytes } from "../extract/index.js";
 import { checkUserMetadata } from "../ingest/pipeline.js";
-import type { DeepPartial, KnowledgeLayer, SearchResponse } from "../knowledge-layer.js";
-import { createReranker } from "../rerank/index.js";
-import { type Filter, type FilterScalar, mapFilterValues, parseFilter } from "../retrieve/filter.js";
+import type {
+  Agent,
+  AttachmentRetrievalConfig,
+  DeepPartial,
+  KbRecord,
+  KbUpdate,
+  KnowledgeLayer,
+  SearchResponse,
+} from "../knowledge-layer.js";
+import {
+  type Filter,
+  type FilterScalar,
+  mapFilterValues,
+  parseFilter,
+  parseFilterJson,
+} from "../retrieve/filter.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import { redactSecrets } from "../secrets.js";
-import type { KbRecord } from "../store/catalog.js";
-import { type Agent, AgentStore, type AttachmentRetrievalConfig, overridesOf } from "./agents.js";
+import { overridesOf } from "./agents.js";
 import { AgentConversations, type ContextRequest, type TurnInput } from "./conversations.js";
 import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
 import { formatBytes, HttpError, installErrorHandlers } from "./errors.js";
@@ -61,7 +72,7 @@ export interface ServerOptions {
    * offline rerankers, so an API key cannot make the server reach other hosts.
    */
   allowTenantServices?: boolean;
-  /** Finished jobs remembered for `GET /jobs/:id`. Default 1,000. */
+  /** Finished jobs kept per tenant for `GET /jobs/:id` (older ones are deleted from `kl.db`). Default 1,000. */
   maxFinishedJobs?: number;
   /** Folder for uploads waiting to be ingested. Default `<dataDir>/uploads`. */
   uploadsDir?: string;
@@ -108,8 +119,8 @@ type Obj = Record<string, unknown>;
 
 /**
  * Builds the fastify app of the HTTP API over an open {@link KnowledgeLayer}
- * (which the caller keeps and closes after `app.close()`). Creates the server's
- * own tables (API keys, agents) in `kl.db` if needed. Start it with
+ * (which the caller keeps and closes after `app.close()`). Every route goes through
+ * the facade's public operations (`test/architecture.test.ts`). Start it with
  * `app.listen({ port })` (port 0 picks a free one).
  */
 export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -126,16 +137,16 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     // Strict bodies: unknown fields are errors and types are not coerced.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true } },
   });
-  const agents = new AgentStore(kl.db);
   const conversations = new AgentConversations(kl);
   const uploadsDir = options.uploadsDir ?? join(kl.dataDir, "uploads");
-  // Jobs live in memory: uploads left by a server that stopped mid-job belong to no job any more.
-  rmSync(uploadsDir, { recursive: true, force: true });
   const jobs = new JobManager(kl, {
     uploadsDir,
     maxFinishedJobs: options.maxFinishedJobs,
     logError: (error, message) => app.log.error({ err: error }, message),
   });
+  // Jobs are stored in kl.db: the ones a stopped (or crashed) server left queued or running resume now.
+  const resumed = await jobs.start();
+  if (resumed.length > 0) app.log.info({ jobs: resumed }, `resuming ${resumed.length} ingest job(s)`);
   const streams = new Set<ServerResponse>();
   // JSON bodies only (and multipart uploads): a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser("text/plain");
@@ -149,7 +160,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
         .header("connection", "close")
         .send({ error: "the server is shutting down; try again once it is back" });
   });
-  installAuth(app, kl.db);
+  installAuth(app, kl);
   await app.register(swagger, {
     openapi: {
       openapi: "3.0.3",
@@ -175,8 +186,9 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     limits: { fileSize: maxFileBytes, files: maxFiles, fields: 100, parts: maxFiles + 100 },
   });
   // On close, fastify runs preClose hooks, then waits for open connections to end (new requests get a 503
-  // meanwhile), then runs onClose hooks. Jobs are stopped here, first, so each job's event stream gets its
-  // final `done` event (status `interrupted`) and ends before the connections are awaited.
+  // meanwhile), then runs onClose hooks. Jobs are stopped here, first: a running job stops after its
+  // current file and goes back to `queued` (its stream gets that event), then every event stream ends
+  // before the connections are awaited; clients reconnect with Last-Event-ID once the server is back.
   app.addHook("preClose", async () => {
     closing = true;
     await jobs.close();
@@ -186,7 +198,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
 
   /** The tenant's KB `name`, or a 404 (also for another tenant's KB). */
   const requireKb = (tenant: string, name: string): KbRecord => {
-    const kb = kbNameProblem(tenant, name) ? undefined : kl.catalog.getKb(internalKbName(tenant, name));
+    const kb = kbNameProblem(tenant, name) ? undefined : kl.findKb(internalKbName(tenant, name));
     if (!kb) throw new HttpError(404, `knowledge base "${name}" not found`);
     return kb;
   };
@@ -195,8 +207,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     name: tenantKbName(tenant, kb.name),
     createdAt: kb.createdAt,
     config: redactSecrets({ ...kb.config, name: tenantKbName(tenant, kb.name) }),
-    counts: kl.catalog.counts(kb.name),
-    activeJobs: jobs.active(kb.name).map((j) => j.id),
+    counts: kl.counts(kb.name),
+    activeJobs: jobs.active(kb.name),
   });
 
   const agentView = (tenant: string, agent: Agent) => ({
@@ -227,7 +239,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   // ---- public ----
 
   app.get("/health", { schema: schemas.health, config: { public: true } }, async () => {
-    kl.db.prepare("SELECT 1").get();
+    await kl.checkHealth();
     return { status: "ok", version: VERSION };
   });
 
@@ -245,8 +257,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       if (problem) throw new HttpError(400, problem, "name");
       checkTenantSettings(overrides as Obj, allowServices);
       const internal = internalKbName(tenant, name);
-      if (kl.catalog.getKb(internal))
-        throw new HttpError(409, `knowledge base "${name}" already exists`, "name");
+      if (kl.findKb(internal)) throw new HttpError(409, `knowledge base "${name}" already exists`, "name");
       const record = kl.createKb(internal, overrides);
       return reply
         .code(201)
@@ -258,8 +269,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   app.get("/kbs", { schema: schemas.listKbs }, async (request) => {
     const { tenant } = request;
     return {
-      kbs: kl.catalog
-        .listKbs()
+      kbs: kl
+        .knowledgeBases()
         .filter((k) => ownsKb(tenant, k.name))
         .map((k) => kbView(tenant, k)),
     };
@@ -277,29 +288,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       const kb = requireKb(tenant, request.params.kb);
       const { retrieval, extraction } = request.body;
       checkTenantSettings({ retrieval, extraction }, allowServices);
-      const next: KnowledgeBaseConfig = { ...kb.config };
-      if (retrieval) {
-        if (
-          retrieval.analyzer !== undefined &&
-          retrieval.analyzer !== kb.config.retrieval.analyzer &&
-          kl.catalog.counts(kb.name).documents > 0
-        ) {
-          throw new HttpError(
-            400,
-            `retrieval.analyzer is fixed once documents are indexed (knowledge base "${request.params.kb}" has some); create a new knowledge base to change it`,
-            "retrieval.analyzer",
-          );
-        }
-        next.retrieval = {
-          ...kb.config.retrieval,
-          ...(retrieval as Partial<KnowledgeBaseConfig["retrieval"]>),
-        };
-      }
-      if (extraction) next.extraction = mergeExtraction(kb.config.extraction, extraction);
-      validateKbConfig(next);
-      checkReranker(next);
-      kl.catalog.updateKbConfig(next);
-      return kbView(tenant, requireKb(tenant, request.params.kb));
+      return kbView(tenant, kl.updateKb(kb.name, { retrieval, extraction } as KbUpdate));
     },
   );
 
@@ -309,11 +298,10 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     if (active.length > 0) {
       throw new HttpError(
         409,
-        `knowledge base "${request.params.kb}" has ingest jobs queued or running (${active.map((j) => j.id).join(", ")}); delete it when they have finished`,
+        `knowledge base "${request.params.kb}" has ingest jobs queued or running (${active.join(", ")}); delete it when they have finished`,
       );
     }
     await kl.deleteKb(kb.name);
-    agents.detachEverywhere(kb.name);
     return reply.code(204).send();
   });
 
@@ -403,16 +391,21 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     },
   );
 
-  app.get<{ Params: { kb: string }; Querystring: { limit?: string; offset?: string } }>(
+  app.get<{ Params: { kb: string }; Querystring: { limit?: string; offset?: string; where?: string } }>(
     "/kbs/:kb/documents",
     { schema: schemas.listDocuments },
     async (request) => {
-      const kb = requireKb(request.tenant, request.params.kb);
+      const { tenant } = request;
+      const kb = requireKb(tenant, request.params.kb);
       const limit = Number(request.query.limit ?? 100);
       const offset = Number(request.query.offset ?? 0);
       if (limit < 1 || limit > 1000)
         throw new HttpError(400, 'query parameter "limit" must be from 1 to 1000', "limit");
-      return { ...listDocuments(kl, kb.name, limit, offset), limit, offset };
+      const { where } = request.query;
+      // A malformed filter is a 400 naming its position (`where.date.$gte: …`).
+      if (where !== undefined) parseFilterJson(where, "where");
+      const filter = where === undefined ? undefined : tenantFilter(tenant, JSON.parse(where) as Filter);
+      return { ...(await listDocuments(kl, kb.name, limit, offset, filter)), limit, offset };
     },
   );
 
@@ -421,7 +414,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.getDocument },
     async (request) => {
       const kb = requireKb(request.tenant, request.params.kb);
-      const doc = getDocument(kl, kb.name, Number(request.params.id));
+      const doc = await getDocument(kl, kb.name, Number(request.params.id));
       if (!doc)
         throw new HttpError(
           404,
@@ -458,8 +451,20 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
 
   app.get<{ Params: { id: string } }>("/jobs/:id/events", { schema: schemas.jobEvents }, (request, reply) => {
     const { tenant } = request;
-    const job = jobs.get(tenant, request.params.id);
-    if (!job) throw new HttpError(404, `job "${request.params.id}" not found`);
+    const found = jobs.snapshot(tenant, request.params.id);
+    if (!found) throw new HttpError(404, `job "${request.params.id}" not found`);
+    const { job, seq } = found;
+    // A reconnecting client (EventSource sends it by itself) gets every stored event after the last it saw.
+    const header = request.headers["last-event-id"];
+    const lastId = Array.isArray(header) ? header[0] : header;
+    if (lastId !== undefined && !/^\d{1,9}$/.test(lastId.trim()))
+      throw new HttpError(400, `Last-Event-ID must be an event id of this job (a number), not "${lastId}"`);
+    const after = lastId === undefined ? undefined : Number(lastId.trim());
+    // Stored events and the live subscription are taken in one synchronous step: none falls in between.
+    const missed = after === undefined ? [] : (jobs.eventsAfter(tenant, job.id, after) ?? []);
+    const finished = isFinished(job.status);
+    // Nothing after the client's last event of a finished job: 204 tells EventSource not to reconnect.
+    if (after !== undefined && finished && missed.length === 0) return reply.code(204).send();
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -471,11 +476,20 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     const write = (event: string, data: unknown, id?: number): void => {
       res.write(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
-    write("status", job);
-    if (isFinished(job.status)) {
-      write("done", job);
-      res.end();
-      return;
+    if (after === undefined) {
+      // The job as of its last event: a client reconnecting after this sends that id and gets what follows.
+      write("status", job, finished ? undefined : seq);
+      if (finished) {
+        write("done", job);
+        res.end();
+        return;
+      }
+    } else {
+      for (const e of missed) write(e.type, e.job, e.seq);
+      if (finished) {
+        res.end();
+        return;
+      }
     }
     streams.add(res);
     const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
@@ -499,7 +513,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   /** Catalog names of attachments, checked to be the tenant's KBs (`field` names the body path). */
   const resolveAttachment = (tenant: string, kb: string, field?: string): string => {
     const internal = kbNameProblem(tenant, kb) ? undefined : internalKbName(tenant, kb);
-    if (!internal || !kl.catalog.getKb(internal)) {
+    if (!internal || !kl.findKb(internal)) {
       if (field) throw new HttpError(400, `unknown knowledge base "${kb}"`, field);
       throw new HttpError(404, `knowledge base "${kb}" not found`);
     }
@@ -522,36 +536,36 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
         parseFilter(a.retrievalConfig.filter, `kbs.${i}.retrievalConfig.filter`);
       return { kb: resolveAttachment(tenant, a.kb, `kbs.${i}.kb`), retrievalConfig: a.retrievalConfig ?? {} };
     });
-    const agent = agents.create(tenant, { ...body, kbs });
+    const agent = await kl.createAgent(tenant, { ...body, kbs });
     return reply.code(201).header("location", `/agents/${agent.id}`).send(agentView(tenant, agent));
   });
 
   app.get("/agents", { schema: schemas.listAgents }, async (request) => ({
-    agents: agents.list(request.tenant).map((a) => agentView(request.tenant, a)),
+    agents: (await kl.listAgents(request.tenant)).map((a) => agentView(request.tenant, a)),
   }));
 
-  const requireAgent = (tenant: string, id: string): Agent => {
-    const agent = agents.get(tenant, id);
+  const requireAgent = async (tenant: string, id: string): Promise<Agent> => {
+    const agent = await kl.getAgent(tenant, id);
     if (!agent) throw new HttpError(404, `agent "${id}" not found`);
     return agent;
   };
 
   app.get<{ Params: { id: string } }>("/agents/:id", { schema: schemas.getAgent }, async (request) =>
-    agentView(request.tenant, requireAgent(request.tenant, request.params.id)),
+    agentView(request.tenant, await requireAgent(request.tenant, request.params.id)),
   );
 
   app.patch<{
     Params: { id: string };
     Body: { name?: string; description?: string | null; topK?: number; inlineLimit?: number };
   }>("/agents/:id", { schema: schemas.updateAgent }, async (request) =>
-    agentView(request.tenant, agents.update(request.tenant, request.params.id, request.body)),
+    agentView(request.tenant, await kl.updateAgent(request.tenant, request.params.id, request.body)),
   );
 
   app.delete<{ Params: { id: string } }>(
     "/agents/:id",
     { schema: schemas.deleteAgent },
     async (request, reply) => {
-      if (!agents.delete(request.tenant, request.params.id))
+      if (!(await kl.deleteAgent(request.tenant, request.params.id)))
         throw new HttpError(404, `agent "${request.params.id}" not found`);
       conversations.forgetAgent(request.tenant, request.params.id);
       return reply.code(204).send();
@@ -563,16 +577,11 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     Body: { retrievalConfig?: AttachmentRetrievalConfig } | undefined;
   }>("/agents/:id/kbs/:kb", { schema: schemas.attachKb }, async (request) => {
     const { tenant } = request;
-    requireAgent(tenant, request.params.id);
+    await requireAgent(tenant, request.params.id);
     const internal = resolveAttachment(tenant, request.params.kb);
     if (request.body?.retrievalConfig?.filter !== undefined)
       parseFilter(request.body.retrievalConfig.filter, "retrievalConfig.filter");
-    const agent = agents.setAttachment(
-      tenant,
-      request.params.id,
-      internal,
-      request.body?.retrievalConfig ?? {},
-    );
+    const agent = await kl.attachKb(tenant, request.params.id, internal, request.body?.retrievalConfig ?? {});
     return agentView(tenant, agent);
   });
 
@@ -581,14 +590,14 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.detachKb },
     async (request) => {
       const { tenant } = request;
-      requireAgent(tenant, request.params.id);
+      await requireAgent(tenant, request.params.id);
       if (kbNameProblem(tenant, request.params.kb))
         throw new HttpError(
           404,
           `knowledge base "${request.params.kb}" is not attached to agent "${request.params.id}"`,
         );
       const internal = internalKbName(tenant, request.params.kb);
-      return agentView(tenant, agents.detach(tenant, request.params.id, internal, request.params.kb));
+      return agentView(tenant, await kl.detachKb(tenant, request.params.id, internal));
     },
   );
 
@@ -597,8 +606,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.retrieve },
     async (request) => {
       const { tenant } = request;
-      const agent = requireAgent(tenant, request.params.id);
-      const attached = agent.kbs.filter((a) => kl.catalog.getKb(a.kb));
+      const agent = await requireAgent(tenant, request.params.id);
+      const attached = agent.kbs.filter((a) => kl.findKb(a.kb));
       const topK = request.body.topK ?? agent.topK;
       if (attached.length === 0) {
         return {
@@ -636,7 +645,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   const attachmentKb = (tenant: string, agent: Agent, name: string | undefined): KbRecord | undefined => {
     if (name === undefined) {
       for (const a of agent.kbs) {
-        const kb = kl.catalog.getKb(a.kb);
+        const kb = kl.findKb(a.kb);
         if (kb) return kb;
       }
       return undefined;
@@ -644,7 +653,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     const internal = resolveAttachment(tenant, name, "kb");
     if (!agent.kbs.some((a) => a.kb === internal))
       throw new HttpError(400, `knowledge base "${name}" is not attached to agent "${agent.id}"`, "kb");
-    return kl.catalog.getKb(internal);
+    return kl.findKb(internal);
   };
 
   app.post<{ Params: { id: string }; Querystring: { kb?: string } }>(
@@ -652,7 +661,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.attachToAgent },
     async (request, reply) => {
       const { tenant } = request;
-      const agent = requireAgent(tenant, request.params.id);
+      const agent = await requireAgent(tenant, request.params.id);
       if (!request.isMultipart()) {
         throw new HttpError(415, "upload the file as multipart/form-data (one file part)");
       }
@@ -743,6 +752,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
           internalKb: kb.name,
           files: [{ ...file, documents: withText }],
           embed: true,
+          textOnly: true,
         });
         submitted = true;
         return reply
@@ -766,7 +776,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/agents/:id/turns",
     { schema: schemas.rememberTurn },
     async (request, reply) => {
-      const agent = requireAgent(request.tenant, request.params.id);
+      const agent = await requireAgent(request.tenant, request.params.id);
       const memory = await conversations.remember(request.tenant, agent, request.body);
       return reply.code(201).send(memory);
     },
@@ -776,7 +786,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/agents/:id/sessions/:sessionId",
     { schema: schemas.forgetSession },
     async (request) => {
-      const agent = requireAgent(request.tenant, request.params.id);
+      const agent = await requireAgent(request.tenant, request.params.id);
       const { sessionId } = request.params;
       const { threadId } = request.query;
       const deleted = conversations.forget(request.tenant, agent, sessionId, threadId);
@@ -788,7 +798,11 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/agents/:id/context",
     { schema: schemas.context },
     async (request) =>
-      conversations.context(request.tenant, requireAgent(request.tenant, request.params.id), request.body),
+      conversations.context(
+        request.tenant,
+        await requireAgent(request.tenant, request.params.id),
+        request.body,
+      ),
   );
 
   // ---- search ----
@@ -807,8 +821,8 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     const body = request.body;
     const kbs = body.kbs
       ? body.kbs.map((name) => requireKb(tenant, name).name)
-      : kl.catalog
-          .listKbs()
+      : kl
+          .knowledgeBases()
           .map((k) => k.name)
           .filter((name) => ownsKb(tenant, name));
     if (kbs.length === 0) {
@@ -976,28 +990,4 @@ export function checkTenantSettings(settings: Obj, allow: boolean): void {
       }
     }
   }
-}
-
-/** The KB's reranker settings checked as at KB creation. @throws ConfigError. */
-function checkReranker(config: KnowledgeBaseConfig): void {
-  const rc = config.retrieval.reranker;
-  if (rc.type === "auto" || rc.type === "none") return;
-  try {
-    createReranker(rc, {});
-  } catch (err) {
-    if (err instanceof ConfigError)
-      throw new ConfigError(`knowledge base "${config.name}": retrieval.${err.message}`);
-    throw err;
-  }
-}
-
-/** `base` with the sections of `patch` laid over it, key by key. @throws HttpError 400 for a non-object section. */
-function mergeExtraction(base: ExtractOptions | undefined, patch: Obj): ExtractOptions {
-  const out: Obj = { ...base };
-  for (const [section, value] of Object.entries(patch)) {
-    if (!isObject(value))
-      throw new HttpError(400, `extraction.${section} must be an object`, `extraction.${section}`);
-    out[section] = { ...(out[section] as Obj | undefined), ...value };
-  }
-  return out as ExtractOptions;
 }

@@ -112,12 +112,7 @@ export class AgentConversations {
 
   /** Forgets every session of an agent (when it is deleted); returns how many turns went. */
   forgetAgent(tenant: string, agentId: string): number {
-    const prefix = sessionKey(tenant, agentId, "");
-    const sessions = this.kl.db
-      .prepare("SELECT DISTINCT session_id FROM agent_memories WHERE substr(session_id, 1, ?) = ?")
-      .pluck()
-      .all(prefix.length, prefix) as string[];
-    return sessions.reduce((n, sessionId) => n + this.memory.forget({ sessionId }), 0);
+    return this.memory.forgetSessionsWithPrefix(sessionKey(tenant, agentId, ""));
   }
 
   /**
@@ -127,7 +122,7 @@ export class AgentConversations {
    * @throws HttpError 400 (`budget`) when the kept parts alone exceed the budget.
    */
   async context(tenant: string, agent: Agent, body: ContextRequest): Promise<ContextView> {
-    const attached = agent.kbs.filter((a) => this.kl.catalog.getKb(a.kb));
+    const attached = agent.kbs.filter((a) => this.kl.findKb(a.kb));
     const perKb: Record<string, KbRetrievalOverrides> = {};
     for (const a of attached) perKb[a.kb] = overridesOf(a.retrievalConfig);
     const warnings: string[] = [];

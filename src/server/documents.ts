@@ -1,11 +1,9 @@
 /**
  * Documents of a knowledge base as the HTTP API shows them: listing, one document
- * with its text, and deletion (catalog rows, BM25 postings and vectors).
+ * with its text, and deletion, all through the facade's document operations.
  */
-import type { KnowledgeLayer } from "../knowledge-layer.js";
-import { decodeDocumentText, type KbRecord } from "../store/catalog.js";
-import { collectionOf } from "../store/index.js";
-import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
+import type { DocumentRecord, KbRecord, KnowledgeLayer } from "../knowledge-layer.js";
+import type { Filter } from "../retrieve/filter.js";
 
 /** A document as listed by the API. */
 export interface DocumentView {
@@ -23,59 +21,45 @@ export interface DocumentView {
   ingestedAt: string;
 }
 
-interface DocumentRow {
-  id: number;
-  uri: string;
-  path: string;
-  type: string;
-  title: string | null;
-  chunk_count: number;
-  embedded: number;
-  content_hash: string;
-  ingested_at: string;
-}
-
-const COLUMNS = "id, uri, path, type, title, chunk_count, embedded, content_hash, ingested_at";
-
-function toView(r: DocumentRow): DocumentView {
+function toView(d: DocumentRecord): DocumentView {
   return {
-    id: r.id,
-    uri: r.uri,
-    path: r.path,
-    type: r.type,
-    title: r.title,
-    chunks: r.chunk_count,
-    embedded: r.embedded === 1,
-    contentHash: r.content_hash,
-    ingestedAt: r.ingested_at,
+    id: d.id,
+    uri: d.uri,
+    path: d.path,
+    type: d.type,
+    title: d.title,
+    chunks: d.chunkCount,
+    embedded: d.embedded,
+    contentHash: d.contentHash,
+    ingestedAt: d.ingestedAt,
   };
 }
 
-/** A page of a KB's documents by id, with the KB's total document count. */
-export function listDocuments(
+/**
+ * A page of a KB's documents by id, with the number of documents the listing covers
+ * (the KB's, or with a filter those with a matching chunk).
+ * @throws FilterError for a malformed filter.
+ */
+export async function listDocuments(
   kl: KnowledgeLayer,
   kb: string,
   limit: number,
   offset: number,
-): { documents: DocumentView[]; total: number } {
-  const rows = kl.db
-    .prepare(`SELECT ${COLUMNS} FROM documents WHERE kb = ? ORDER BY id LIMIT ? OFFSET ?`)
-    .all(kb, limit, offset) as DocumentRow[];
-  const { n } = kl.db.prepare("SELECT count(*) AS n FROM documents WHERE kb = ?").get(kb) as { n: number };
-  return { documents: rows.map(toView), total: n };
+  filter?: Filter,
+): Promise<{ documents: DocumentView[]; total: number }> {
+  const documents = kl.listDocuments({ kb, filter, limit, offset }).map(toView);
+  return { documents, total: await kl.countDocuments({ kb, filter }) };
 }
 
 /** One document of a KB with its metadata and extracted text, or undefined when the KB has no such id. */
-export function getDocument(
+export async function getDocument(
   kl: KnowledgeLayer,
   kb: string,
   id: number,
-): (DocumentView & { metadata: Record<string, unknown>; text: string }) | undefined {
-  const row = kl.db
-    .prepare(`SELECT ${COLUMNS}, metadata, text FROM documents WHERE kb = ? AND id = ?`)
-    .get(kb, id) as (DocumentRow & { metadata: string; text: string | Buffer }) | undefined;
-  if (!row) return undefined;
-  return { ...toView(row), metadata: JSON.parse(row.metadata), text: decodeDocumentText(row.text) };
+): Promise<(DocumentView & { metadata: Record<string, unknown>; text: string }) | undefined> {
+  const doc = await kl.getDocument(id, { kb });
+  if (!doc) return undefined;
+  return { ...toView(doc), metadata: doc.metadata, text: await kl.documentText(doc.id) };
 }
 
 /** Ids of a KB's documents that came from source `path` (an upload and its child documents). */
@@ -84,50 +68,13 @@ export function documentIdsOfSource(
   kb: string,
   path: string,
 ): { id: number; uri: string }[] {
-  return kl.db
-    .prepare("SELECT id, uri FROM documents WHERE kb = ? AND (uri = ? OR substr(uri, 1, ?) = ?)")
-    .all(kb, path, path.length + 1, `${path}#`) as { id: number; uri: string }[];
+  return kl.documentsOfSource(kb, path).map((d) => ({ id: d.id, uri: d.uri }));
 }
 
 /**
- * Deletes documents of a KB with their chunks, BM25 postings and vectors. With the
- * embedded store everything is one transaction; a server store's vectors are
- * deleted after the catalog commit (a failure there leaves orphan vectors, which
- * search ignores because their chunks are gone). Ids that are not documents of the
- * KB are ignored. Returns the number of documents deleted.
+ * Deletes documents of a KB with their chunks, BM25 postings and vectors
+ * (`KnowledgeLayer.deleteDocuments`). Returns the number of documents deleted.
  */
-export async function deleteDocuments(
-  kl: KnowledgeLayer,
-  kb: KbRecord,
-  ids: readonly number[],
-): Promise<number> {
-  if (ids.length === 0) return 0;
-  const store = await kl.vectorStore(kb.config);
-  const collection = collectionOf(kb.config);
-  const embedded = store instanceof SqliteVectorStore ? store : undefined;
-  const stale: string[] = [];
-  let deleted = 0;
-  const owned = kl.db.prepare("SELECT 1 FROM documents WHERE id = ? AND kb = ?").pluck();
-  kl.db
-    .transaction(() => {
-      for (const id of ids) {
-        if (owned.get(id, kb.name) === undefined) continue;
-        const chunkIds = kl.catalog.chunkIds(id).map(String);
-        kl.bm25.removeDocument(id, kb.config.retrieval.analyzer);
-        kl.catalog.deleteDocument(id);
-        if (embedded) {
-          if (chunkIds.length > 0) embedded.deleteSync(collection, chunkIds);
-        } else stale.push(...chunkIds);
-        deleted++;
-      }
-    })
-    .immediate();
-  if (stale.length > 0) {
-    try {
-      if (await store.info(collection)) await store.delete(collection, stale);
-    } catch {
-      // Orphan vectors are harmless: search only returns chunks the catalog has.
-    }
-  }
-  return deleted;
+export function deleteDocuments(kl: KnowledgeLayer, kb: KbRecord, ids: readonly number[]): Promise<number> {
+  return kl.deleteDocuments(kb.name, ids);
 }

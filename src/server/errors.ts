@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ConfigError, KnowledgeLayerError } from "../errors.js";
+import { ConfigError, ConflictError, KnowledgeLayerError, NotFoundError } from "../errors.js";
 import { FilterError } from "../retrieve/filter.js";
 import { redactText } from "../secrets.js";
 import { tenantText } from "./tenancy.js";
@@ -89,7 +89,8 @@ export function formatBytes(n: number): string {
 
 /**
  * Installs the error and not-found handlers: schema errors → 400 `{error, field}`,
- * {@link HttpError} → its status, `ConfigError`/`KnowledgeLayerError` → 400 with the
+ * {@link HttpError} → its status, the library's `NotFoundError` → 404 and `ConflictError` → 409,
+ * `ConfigError`/`KnowledgeLayerError` → 400 with the
  * field the message names, fastify's own 4xx errors (bad JSON, body too large,
  * unsupported media type) → their status with a plain message, anything else → 500
  * with a generic message (the error is logged server-side, never sent). Messages are
@@ -110,6 +111,9 @@ export function installErrorHandlers(
     if (error.validation) return send(400, validationBody(error.validation, error.validationContext));
     if (error instanceof HttpError)
       return send(error.statusCode, { error: error.message, field: error.field });
+    if (error instanceof NotFoundError) return send(404, { error: error.message });
+    if (error instanceof ConflictError)
+      return send(409, { error: error.message, field: (error as ConflictError).field });
     if (error instanceof ConfigError)
       return send(400, { error: error.message, field: configErrorField(error.message) });
     if (error instanceof FilterError)

@@ -1,72 +1,57 @@
 /**
- * Background ingest jobs of the HTTP API. An upload is written to the tenant's
- * uploads folder (`<dataDir>/uploads/<tenant>/<job>/<n>`: numbered files, never a
- * client-chosen path), then a job extracts each file from its bytes under its
- * upload name (so the name is the document's `uri`, `path` and citation) and
- * ingests the documents; the upload folder is removed when the job ends.
+ * Background ingest jobs of the HTTP API, durable across restarts. An upload is
+ * written to the tenant's uploads folder (`<dataDir>/uploads/<tenant>/<job>/<n>`:
+ * numbered files, never a client-chosen path), then the job is stored in `kl.db`
+ * (see `store/jobs.ts`) before the client gets its 202. A job extracts each file
+ * from its bytes under its upload name (so the name is the document's `uri`, `path`
+ * and citation) and ingests the documents; a file's bytes are removed once it is
+ * done, the upload folder when the job ends.
  *
- * Jobs of one KB run one at a time in submission order (a queue per KB), so
- * ingests never interleave; jobs of different KBs run concurrently. Job state is
- * kept in memory (the most recent finished jobs, see {@link JobManagerOptions}),
- * and listeners (server-sent events) get a `progress` event per step and a final
- * `done` event.
+ * Jobs of one KB run one at a time in submission order (a queue per KB), so ingests
+ * never interleave; jobs of different KBs run concurrently. Every step is a
+ * transaction that updates the stored job and appends its event, and the documents
+ * a file's ingest commits are recorded in their own transaction
+ * (`IngestOptions.job`), so after a crash the stored job says exactly what was
+ * ingested: a resumed job skips the files marked done, and redoes the file it was
+ * on, where unchanged documents are skipped by content hash and the ones committed
+ * before the crash are counted from the record (nothing is ingested twice or
+ * counted twice).
  *
- * On shutdown ({@link JobManager.close}) queued jobs end `interrupted` without
- * starting and running ones end `interrupted` after the file they are ingesting
- * (each file's documents are committed whole, so the KB holds what the job's
- * summary counts); their listeners get the final `done` event either way.
+ * On shutdown ({@link JobManager.close}) no new job starts and a running job stops
+ * after the file it is on, going back to `queued`; {@link JobManager.start} (server
+ * start) resumes every queued or running job. Listeners (server-sent events) get a
+ * `progress` event per step and a final `done` event; events are stored, so a client
+ * can reconnect with the id of the last one it saw ({@link JobManager.eventsAfter}).
  */
 
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { ExtractionError } from "../errors.js";
 import { extractBytes } from "../extract/index.js";
 import type { UserMetadata } from "../ingest/pipeline.js";
-import type { KnowledgeLayer } from "../knowledge-layer.js";
+import type {
+  JobFileRecord,
+  JobFileResult,
+  JobIssue,
+  JobRecord,
+  JobState,
+  JobStatus,
+  JobStep,
+  JobSummary,
+  KbRecord,
+  KnowledgeLayer,
+} from "../knowledge-layer.js";
 import { redactText } from "../secrets.js";
 import type { ExtractedDocument } from "../types.js";
 import { deleteDocuments, documentIdsOfSource } from "./documents.js";
 import { tenantText } from "./tenancy.js";
 
-/**
- * Life cycle of a job: `queued` → `running` → `succeeded` or `failed`, or
- * `interrupted` when the server shut down before it finished.
- */
-export type JobStatus = "queued" | "running" | "succeeded" | "failed" | "interrupted";
+export type { JobIssue, JobStatus, JobSummary } from "../knowledge-layer.js";
 
 /** True for the statuses a job ends with (no event follows). */
 export function isFinished(status: JobStatus): boolean {
-  return status === "succeeded" || status === "failed" || status === "interrupted";
-}
-
-/** A problem with one uploaded file. */
-export interface JobIssue {
-  /** The upload's file name (or a child document's uri, such as `mail.eml#attachment/1/a.pdf`). */
-  file: string;
-  reason: string;
-}
-
-/** What a finished job did. */
-export interface JobSummary {
-  /** Uploaded files. */
-  files: number;
-  /** Files whose documents were new to the KB, replaced an earlier upload, or were unchanged. */
-  added: number;
-  updated: number;
-  unchanged: number;
-  /** Documents and chunks written. */
-  documents: number;
-  chunks: number;
-  /** Documents an earlier upload of the same file name yielded and this one does not (removed). */
-  removed: string[];
-  /** Files that could not be ingested, with the reason (the job went on). */
-  errors: JobIssue[];
-  /** Files ingested with a degraded result (a PDF page without text, an unreadable attachment). */
-  warnings: JobIssue[];
-  /** Texts embedded by the model, served from the embedding cache, or reused from chunking. */
-  embedded: { computed: number; cached: number; reused: number };
-  durationMs: number;
+  return status === "succeeded" || status === "failed";
 }
 
 /** An uploaded file waiting in the uploads folder. */
@@ -79,83 +64,77 @@ export interface UploadedFile {
   mimetype?: string;
   /**
    * The file's documents when they were extracted already (an agent attachment,
-   * extracted to choose its route): the job ingests them instead of extracting again.
+   * extracted to choose its route): the job's first run ingests them instead of
+   * extracting again (a resumed run extracts the stored bytes).
    */
   documents?: ExtractedDocument[];
 }
 
 /** A job as the API shows it. */
-export interface JobView {
+export interface JobView extends JobState {
   id: string;
   /** The tenant's name of the KB. */
   kb: string;
-  status: JobStatus;
-  /** Files processed so far, of `total`. */
-  done: number;
+  /** Files processed so far (`done`, see {@link JobState}), of `total`. */
   total: number;
-  /** The file being processed, while running. */
-  current?: string;
   files: { name: string; bytes: number }[];
-  /** Present once the job has finished (also when it failed part-way). */
-  summary?: JobSummary;
-  /** Why the job failed or was interrupted, when it was. */
-  error?: string;
   createdAt: string;
-  startedAt?: string;
-  finishedAt?: string;
 }
 
 /** A job event: `progress` after each step, `done` once at the end. */
 export interface JobEvent {
-  /** 1-based sequence number within the job. */
+  /** 1-based sequence number within the job: the server-sent event id. */
   seq: number;
   type: "progress" | "done";
   job: JobView;
-}
-
-interface Job {
-  id: string;
-  tenant: string;
-  kb: string;
-  internalKb: string;
-  embed: boolean;
-  /** User metadata of the upload's `meta` and `tag` fields, stored on every document. */
-  metadata?: UserMetadata;
-  dir: string;
-  files: UploadedFile[];
-  status: JobStatus;
-  done: number;
-  current?: string;
-  summary?: JobSummary;
-  error?: string;
-  createdAt: string;
-  startedAt?: string;
-  finishedAt?: string;
-  seq: number;
-  listeners: Set<(event: JobEvent) => void>;
 }
 
 /** Options of a {@link JobManager}. */
 export interface JobManagerOptions {
   /** Folder under which each tenant's uploads are written. */
   uploadsDir: string;
-  /** Finished jobs kept for `GET /jobs/:id` (oldest forgotten first). Default 1,000. */
+  /** Finished jobs kept per tenant for `GET /jobs/:id` (older ones are deleted). Default 1,000. */
   maxFinishedJobs?: number;
   /** Logs an unexpected failure server-side. */
   logError?: (error: unknown, message: string) => void;
 }
 
-/** Runs ingest jobs: one queue per KB, state and events per job. */
+/** Runs durable ingest jobs: one queue per KB, state and events stored per job. */
 export class JobManager {
-  private readonly jobs = new Map<string, Job>();
-  private readonly finished: string[] = [];
+  private readonly listeners = new Map<string, Set<(event: JobEvent) => void>>();
   private readonly tails = new Map<string, Promise<void>>();
+  /** Documents extracted at upload (agent attachments), by `job/file`, for the job's first run. */
+  private readonly extracted = new Map<string, ExtractedDocument[]>();
   private closing = false;
 
   constructor(
     private readonly kl: KnowledgeLayer,
     private readonly options: JobManagerOptions,
   ) {}
+
+  /**
+   * Resumes the stored jobs (server start): a job that was running when the server
+   * stopped goes back to `queued` (an event says so), then every queued job is queued
+   * again in submission order. Upload folders that belong to no queued job (an upload
+   * cut off before its 202, a job that ended while its folder was being removed) are
+   * removed, and each tenant's finished jobs are pruned to the newest `maxFinishedJobs`.
+   * Returns the ids of the resumed jobs.
+   */
+  async start(): Promise<string[]> {
+    const pending = this.kl.pendingJobs();
+    const keep = new Set(pending.map((j) => resolve(j.dir)));
+    await removeOrphanUploads(this.options.uploadsDir, keep);
+    for (const tenant of this.kl.jobTenants()) this.kl.pruneJobs(tenant, this.maxFinished());
+    for (let job of pending) {
+      if (job.status === "running")
+        job = this.step(job, {
+          state: { ...stateOf(job), status: "queued", current: undefined },
+          event: "progress",
+        });
+      this.schedule(job);
+    }
+    return pending.map((j) => j.id);
+  }
 
   /** A new job id and its (created) upload folder for `tenant`. */
   async reserve(tenant: string): Promise<{ id: string; dir: string }> {
@@ -171,8 +150,10 @@ export class JobManager {
   }
 
   /**
-   * Queues an ingest of uploaded files into a KB (`internalKb` is its catalog name,
-   * `kb` the tenant's). The job starts when the KB's earlier jobs have finished.
+   * Stores a job ingesting uploaded files into a KB (`internalKb` is its catalog name,
+   * `kb` the tenant's) and queues it: it starts when the KB's earlier jobs have
+   * finished. Once this returns the job survives a restart. While the server shuts
+   * down the job is stored but not started (the next start runs it).
    */
   submit(input: {
     id: string;
@@ -183,52 +164,70 @@ export class JobManager {
     files: UploadedFile[];
     embed: boolean;
     metadata?: UserMetadata;
+    /** Keep only documents with text (an agent attachment). */
+    textOnly?: boolean;
   }): JobView {
-    const job: Job = {
-      ...input,
-      status: "queued",
-      done: 0,
-      createdAt: new Date().toISOString(),
-      seq: 0,
-      listeners: new Set(),
-    };
-    this.jobs.set(job.id, job);
-    if (this.closing) {
-      void this.finish(
-        job,
-        "interrupted",
-        "the server is shutting down: upload the files again once it is back",
-      );
-      return view(job);
-    }
-    const previous = this.tails.get(job.internalKb) ?? Promise.resolve();
-    const run = previous.then(() => this.execute(job));
-    this.tails.set(job.internalKb, run);
-    void run.finally(() => {
-      if (this.tails.get(job.internalKb) === run) this.tails.delete(job.internalKb);
+    const options: JobRecord["options"] = { embed: input.embed };
+    if (input.metadata?.meta && Object.keys(input.metadata.meta).length > 0)
+      options.meta = input.metadata.meta;
+    if (input.metadata?.tags && input.metadata.tags.length > 0) options.tags = input.metadata.tags;
+    if (input.textOnly) options.textOnly = true;
+    const job = this.kl.createJob({
+      id: input.id,
+      tenant: input.tenant,
+      kb: input.kb,
+      internalKb: input.internalKb,
+      options,
+      dir: input.dir,
+      files: input.files.map((f) => ({
+        name: f.name,
+        storedPath: f.storedPath,
+        bytes: f.bytes,
+        mimetype: f.mimetype,
+      })),
     });
+    if (!this.closing) {
+      input.files.forEach((f, n) => {
+        if (f.documents) this.extracted.set(`${job.id}/${n}`, f.documents);
+      });
+      this.schedule(job);
+    }
     return view(job);
   }
 
   /** One of the tenant's jobs, or undefined (also for another tenant's job). */
   get(tenant: string, id: string): JobView | undefined {
-    const job = this.jobs.get(id);
+    const job = this.kl.getJob(id);
     return job && job.tenant === tenant ? view(job) : undefined;
   }
 
-  /** The tenant's known jobs, newest first. */
-  list(tenant: string): JobView[] {
-    return [...this.jobs.values()]
-      .filter((j) => j.tenant === tenant)
-      .reverse()
-      .map(view);
+  /** One of the tenant's jobs with the id of its last event (0 before the first), or undefined. */
+  snapshot(tenant: string, id: string): { job: JobView; seq: number } | undefined {
+    const job = this.kl.getJob(id);
+    return job && job.tenant === tenant ? { job: view(job), seq: job.seq } : undefined;
   }
 
-  /** Queued or running jobs of a KB (catalog name). */
-  active(internalKb: string): JobView[] {
-    return [...this.jobs.values()]
-      .filter((j) => j.internalKb === internalKb && (j.status === "queued" || j.status === "running"))
-      .map(view);
+  /** The tenant's stored jobs, newest first. */
+  list(tenant: string): JobView[] {
+    return this.kl.listJobs(tenant).map((j) => view(j));
+  }
+
+  /** Ids of the queued or running jobs of a KB (catalog name). */
+  active(internalKb: string): string[] {
+    return this.kl.activeJobs(internalKb);
+  }
+
+  /**
+   * The tenant's job's stored events after event id `afterSeq`, each with the job as
+   * it was then (exactly what was sent live); undefined for an unknown job. Read and
+   * {@link subscribe} in the same synchronous step to miss nothing in between.
+   */
+  eventsAfter(tenant: string, id: string, afterSeq: number): JobEvent[] | undefined {
+    const job = this.kl.getJob(id);
+    if (!job || job.tenant !== tenant) return undefined;
+    return this.kl
+      .jobEvents(id, afterSeq)
+      .map((e) => ({ seq: e.seq, type: e.type, job: view(job, e.state) }));
   }
 
   /**
@@ -236,187 +235,307 @@ export class JobManager {
    * unsubscribe function, or undefined for an unknown job.
    */
   subscribe(tenant: string, id: string, listener: (event: JobEvent) => void): (() => void) | undefined {
-    const job = this.jobs.get(id);
+    const job = this.kl.getJob(id);
     if (!job || job.tenant !== tenant) return undefined;
-    job.listeners.add(listener);
-    return () => job.listeners.delete(listener);
+    const set = this.listeners.get(id) ?? new Set();
+    this.listeners.set(id, set);
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(id) === set) this.listeners.delete(id);
+    };
   }
 
   /**
-   * Stops the jobs for a shutdown: no new job starts, queued jobs end
-   * `interrupted` at once (their uploads are removed), running ones end
-   * `interrupted` after their current file (what they committed stays, and the
-   * error names the files left). Every job's listeners get its final `done`
-   * event before this resolves, when no job is running any more.
+   * Stops the jobs for a shutdown: no job starts any more, and a running job stops
+   * after the file it is on and goes back to `queued` (with a `progress` event);
+   * queued jobs stay queued. Resolves when no job is running; the next
+   * {@link start} on the data directory resumes them all.
    */
   async close(): Promise<void> {
     this.closing = true;
-    for (const job of this.jobs.values()) {
-      if (job.status === "queued")
-        await this.finish(
-          job,
-          "interrupted",
-          "the server shut down before the job started: upload the files again once it is back",
-        );
-    }
     await Promise.allSettled([...this.tails.values()]);
   }
 
-  private emit(job: Job, type: JobEvent["type"]): void {
-    job.seq++;
-    const event: JobEvent = { seq: job.seq, type, job: view(job) };
-    for (const listener of job.listeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.options.logError?.(error, `job ${job.id}: event listener failed`);
+  private maxFinished(): number {
+    return this.options.maxFinishedJobs ?? 1000;
+  }
+
+  private schedule(job: JobRecord): void {
+    const previous = this.tails.get(job.internalKb) ?? Promise.resolve();
+    const run = previous.then(() => this.execute(job.id));
+    this.tails.set(job.internalKb, run);
+    void run.finally(() => {
+      if (this.tails.get(job.internalKb) === run) this.tails.delete(job.internalKb);
+    });
+  }
+
+  /** Applies and stores one step, then tells the job's listeners its event. */
+  private step(job: JobRecord, step: JobStep): JobRecord {
+    const { job: next, event } = this.kl.advanceJob(job.id, step);
+    if (event) {
+      const out: JobEvent = { seq: event.seq, type: event.type, job: view(next, event.state) };
+      for (const listener of this.listeners.get(job.id) ?? []) {
+        try {
+          listener(out);
+        } catch (error) {
+          this.options.logError?.(error, `job ${job.id}: event listener failed`);
+        }
       }
+      if (event.type === "done") this.listeners.delete(job.id);
     }
+    return next;
   }
 
   private async finish(
-    job: Job,
-    status: "succeeded" | "failed" | "interrupted",
+    job: JobRecord,
+    status: "succeeded" | "failed",
+    elapsedMs: number,
     error?: string,
   ): Promise<void> {
-    job.status = status;
-    job.current = undefined;
-    if (error) job.error = error;
-    job.finishedAt = new Date().toISOString();
+    const state: JobState = {
+      status,
+      done: job.done,
+      startedAt: job.startedAt,
+      finishedAt: new Date().toISOString(),
+      summary: summarize(job, elapsedMs),
+    };
+    if (error) state.error = error;
+    this.step(job, { state, elapsedMs, event: "done" });
+    for (const f of job.files) this.extracted.delete(`${job.id}/${f.n}`);
     await rm(job.dir, { recursive: true, force: true }).catch(() => {});
-    this.emit(job, "done");
-    job.listeners.clear();
-    this.finished.push(job.id);
-    const max = this.options.maxFinishedJobs ?? 1000;
-    while (this.finished.length > max) {
-      const old = this.finished.shift();
-      if (old) this.jobs.delete(old);
-    }
+    this.kl.pruneJobs(job.tenant, this.maxFinished());
   }
 
-  private async execute(job: Job): Promise<void> {
-    if (job.status !== "queued") return;
-    const started = Date.now();
-    const summary: JobSummary = {
-      files: job.files.length,
-      added: 0,
-      updated: 0,
-      unchanged: 0,
-      documents: 0,
-      chunks: 0,
-      removed: [],
-      errors: [],
-      warnings: [],
-      embedded: { computed: 0, cached: 0, reused: 0 },
-      durationMs: 0,
-    };
-    job.status = "running";
-    job.startedAt = new Date().toISOString();
-    job.summary = undefined;
-    this.emit(job, "progress");
+  private async execute(id: string): Promise<void> {
+    let job = this.kl.getJob(id);
+    if (job?.status !== "queued" || this.closing) return;
+    const runStarted = Date.now();
+    const before = job.elapsedMs;
+    const elapsed = (): number => before + (Date.now() - runStarted);
+    job = this.step(job, {
+      state: { status: "running", done: job.done, startedAt: job.startedAt ?? new Date().toISOString() },
+      event: "progress",
+    });
     try {
-      const failed = new Set<string>();
       for (const file of job.files) {
+        if (file.state === "done") continue;
         if (this.closing) {
-          // Shutting down: stop between files (each file's documents were committed whole).
-          summary.durationMs = Date.now() - started;
-          job.summary = summary;
-          const left = job.files.slice(job.done).map((f) => f.name);
-          await this.finish(
-            job,
-            "interrupted",
-            `the server shut down after ${job.done} of ${job.files.length} files; not ingested: ${listNames(left)} (upload them again once it is back)`,
-          );
+          // Shutting down: stop between files (each file's documents were committed whole);
+          // the job resumes from here at the next start.
+          this.step(job, {
+            state: { ...stateOf(job), status: "queued", current: undefined },
+            elapsedMs: elapsed(),
+            event: "progress",
+          });
           return;
         }
-        job.current = file.name;
-        this.emit(job, "progress");
         // Looked up per file: a KB deleted meanwhile stops the job.
-        const kb = this.kl.catalog.getKb(job.internalKb);
+        const kb = this.kl.findKb(job.internalKb);
         if (!kb) {
-          job.summary = { ...summary, durationMs: Date.now() - started };
           await this.finish(
             job,
             "failed",
+            elapsed(),
             `knowledge base "${job.kb}" was deleted while the job was running`,
           );
           return;
         }
-        let docs: ExtractedDocument[] | undefined;
-        try {
-          if (file.documents) docs = file.documents;
-          else {
-            const bytes = await readFile(file.storedPath);
-            docs = await extractBytes(file.name, bytes, undefined, kb.config.extraction ?? {}, file.mimetype);
-          }
-        } catch (error) {
-          summary.errors.push({ file: file.name, reason: reasonOf(error, job.tenant) });
-          failed.add(file.name);
-        } finally {
-          file.documents = undefined;
-          await rm(file.storedPath, { force: true }).catch(() => {});
-        }
-        if (docs) {
-          try {
-            const uris = new Set(docs.map((d) => d.uri));
-            const stale = documentIdsOfSource(this.kl, job.internalKb, file.name).filter(
-              (d) => !uris.has(d.uri),
-            );
-            const s = await this.kl.ingestDocuments(docs, {
-              kb: job.internalKb,
-              embed: job.embed,
-              metadata: job.metadata?.meta,
-              tags: job.metadata?.tags,
-            });
-            for (const e of s.errors)
-              summary.errors.push({ file: e.path, reason: tenantText(e.reason, job.tenant) });
-            for (const w of s.warnings)
-              summary.warnings.push({ file: w.path, reason: tenantText(w.reason, job.tenant) });
-            if (s.errors.length >= docs.length) failed.add(file.name);
-            else if (s.unchanged === s.files) summary.unchanged++;
-            else if (s.updated > 0) summary.updated++;
-            else summary.added++;
-            summary.documents += s.documents;
-            summary.chunks += s.chunks;
-            summary.embedded.computed += s.embedded.computed;
-            summary.embedded.cached += s.embedded.cached;
-            summary.embedded.reused += s.embedded.reused;
-            if (stale.length > 0) {
-              await deleteDocuments(
-                this.kl,
-                kb,
-                stale.map((d) => d.id),
-              );
-              summary.removed.push(...stale.map((d) => d.uri));
-            }
-          } catch (error) {
-            summary.errors.push({ file: file.name, reason: reasonOf(error, job.tenant) });
-            failed.add(file.name);
-          }
-        }
-        job.done++;
-        this.emit(job, "progress");
+        // What the KB held for this name before the job touched it (kept from a first attempt).
+        const prior = file.prior ?? documentIdsOfSource(this.kl, job.internalKb, file.name).map((d) => d.uri);
+        job = this.step(job, {
+          state: { ...stateOf(job), current: file.name },
+          file: { n: file.n, state: "started", prior },
+          event: "progress",
+        });
+        const result = await this.ingestFile(job, file, prior, kb);
+        job = this.step(job, {
+          state: { ...stateOf(job), done: job.done + 1 },
+          elapsedMs: elapsed(),
+          file: { n: file.n, state: "done", result },
+          event: "progress",
+        });
+        await rm(file.storedPath, { force: true }).catch(() => {});
       }
-      summary.durationMs = Date.now() - started;
-      job.summary = summary;
-      if (job.files.length > 0 && failed.size === job.files.length) {
-        await this.finish(job, "failed", "no file could be ingested (see summary.errors)");
+      const results = job.files.map((f) => f.result);
+      if (job.files.length > 0 && results.every((r) => r?.outcome === "failed")) {
+        await this.finish(job, "failed", elapsed(), "no file could be ingested (see summary.errors)");
       } else {
-        await this.finish(job, "succeeded");
+        await this.finish(job, "succeeded", elapsed());
       }
     } catch (error) {
       this.options.logError?.(error, `job ${job.id} failed`);
-      summary.durationMs = Date.now() - started;
-      job.summary = summary;
-      await this.finish(job, "failed", "internal error while ingesting (details are in the server log)");
+      try {
+        const latest = this.kl.getJob(id);
+        if (latest)
+          await this.finish(
+            latest,
+            "failed",
+            elapsed(),
+            "internal error while ingesting (details are in the server log)",
+          );
+      } catch (again) {
+        // The database is gone (closed under the job): the job stays as stored and resumes at the next start.
+        this.options.logError?.(again, `job ${job.id}: cannot record the failure`);
+      }
     }
+  }
+
+  /**
+   * Ingests one file of a job (a first attempt, or a redo after a crash) and says what
+   * the file did: documents and chunks from the record of committed documents (so a redo
+   * counts what the crashed attempt committed), added/updated from `prior`.
+   */
+  private async ingestFile(
+    job: JobRecord,
+    file: JobFileRecord,
+    prior: string[],
+    kb: KbRecord,
+  ): Promise<JobFileResult> {
+    const errors: JobIssue[] = [];
+    const warnings: JobIssue[] = [];
+    const embedded = { computed: 0, cached: 0, reused: 0 };
+    let failed = false;
+    const key = `${job.id}/${file.n}`;
+    let docs: ExtractedDocument[] | undefined;
+    try {
+      docs = this.extracted.get(key);
+      if (!docs) {
+        const bytes = await readFile(file.storedPath);
+        docs = await extractBytes(file.name, bytes, undefined, kb.config.extraction ?? {}, file.mimetype);
+        if (job.options.textOnly) docs = docs.filter((d) => d.text.trim() !== "");
+      }
+    } catch (error) {
+      const gone = (error as NodeJS.ErrnoException).code === "ENOENT";
+      errors.push({
+        file: file.name,
+        reason: gone
+          ? "the uploaded bytes are gone from the server's uploads folder; upload the file again"
+          : reasonOf(error, job.tenant),
+      });
+      failed = true;
+    } finally {
+      this.extracted.delete(key);
+    }
+    let removed: string[] = [];
+    if (docs) {
+      try {
+        const s = await this.kl.ingestDocuments(docs, {
+          kb: job.internalKb,
+          embed: job.options.embed,
+          metadata: job.options.meta,
+          tags: job.options.tags,
+          job: { id: job.id, file: file.n },
+        });
+        for (const e of s.errors) errors.push({ file: e.path, reason: tenantText(e.reason, job.tenant) });
+        for (const w of s.warnings) warnings.push({ file: w.path, reason: tenantText(w.reason, job.tenant) });
+        embedded.computed = s.embedded.computed;
+        embedded.cached = s.embedded.cached;
+        embedded.reused = s.embedded.reused;
+        failed = s.errors.length >= docs.length;
+        // Documents an earlier upload of this name yielded and this one does not.
+        const uris = new Set(docs.map((d) => d.uri));
+        const stale = documentIdsOfSource(this.kl, job.internalKb, file.name).filter((d) => !uris.has(d.uri));
+        if (stale.length > 0)
+          await deleteDocuments(
+            this.kl,
+            kb,
+            stale.map((d) => d.id),
+          );
+        removed = prior.filter((u) => !uris.has(u));
+      } catch (error) {
+        errors.push({ file: file.name, reason: reasonOf(error, job.tenant) });
+        failed = true;
+      }
+    }
+    // What this job committed for the file, in this attempt or one a crash cut short.
+    const written = this.kl.jobFileDocuments(job.id, file.n);
+    const seen = new Set(warnings.map((w) => `${w.file}\u0000${w.reason}`));
+    for (const d of written)
+      for (const w of d.warnings) {
+        const issue = { file: w.file, reason: tenantText(w.reason, job.tenant) };
+        const k = `${issue.file}\u0000${issue.reason}`;
+        if (!seen.has(k)) {
+          seen.add(k);
+          warnings.push(issue);
+        }
+      }
+    const priorSet = new Set(prior);
+    const outcome: JobFileResult["outcome"] = failed
+      ? "failed"
+      : written.length === 0 && errors.length === 0
+        ? "unchanged"
+        : written.some((d) => priorSet.has(d.uri))
+          ? "updated"
+          : "added";
+    return {
+      outcome,
+      documents: written.length,
+      chunks: written.reduce((n, d) => n + d.chunks, 0),
+      removed,
+      errors,
+      warnings,
+      embedded,
+    };
   }
 }
 
-/** Up to 10 quoted names, then how many more. */
-function listNames(names: string[]): string {
-  const shown = names.slice(0, 10).map((n) => JSON.stringify(n));
-  return names.length > 10 ? `${shown.join(", ")} and ${names.length - 10} more` : shown.join(", ");
+/** The job's summary from its finished files' results. */
+function summarize(job: JobRecord, durationMs: number): JobSummary {
+  const summary: JobSummary = {
+    files: job.files.length,
+    added: 0,
+    updated: 0,
+    unchanged: 0,
+    documents: 0,
+    chunks: 0,
+    removed: [],
+    errors: [],
+    warnings: [],
+    embedded: { computed: 0, cached: 0, reused: 0 },
+    durationMs,
+  };
+  for (const f of job.files) {
+    const r = f.result;
+    if (!r) continue;
+    if (r.outcome === "added") summary.added++;
+    else if (r.outcome === "updated") summary.updated++;
+    else if (r.outcome === "unchanged") summary.unchanged++;
+    summary.documents += r.documents;
+    summary.chunks += r.chunks;
+    summary.removed.push(...r.removed);
+    summary.errors.push(...r.errors);
+    summary.warnings.push(...r.warnings);
+    summary.embedded.computed += r.embedded.computed;
+    summary.embedded.cached += r.embedded.cached;
+    summary.embedded.reused += r.embedded.reused;
+  }
+  return summary;
+}
+
+/** Removes the job folders under `uploadsDir/<tenant>/` that are not in `keep` (resolved paths). */
+async function removeOrphanUploads(uploadsDir: string, keep: ReadonlySet<string>): Promise<void> {
+  let tenants: string[];
+  try {
+    tenants = await readdir(uploadsDir);
+  } catch {
+    return;
+  }
+  for (const tenant of tenants) {
+    const tenantDir = join(uploadsDir, tenant);
+    let dirs: string[];
+    try {
+      dirs = await readdir(tenantDir);
+    } catch {
+      // A stray file, not a tenant folder.
+      await rm(tenantDir, { force: true }).catch(() => {});
+      continue;
+    }
+    for (const d of dirs) {
+      const dir = join(tenantDir, d);
+      if (!keep.has(resolve(dir))) await rm(dir, { recursive: true, force: true });
+    }
+  }
 }
 
 /** A failure reason fit for the client: an extraction error's reason, else the message; secrets masked. */
@@ -425,20 +544,32 @@ function reasonOf(error: unknown, tenant: string): string {
   return redactText(tenantText(error instanceof Error ? error.message : String(error), tenant));
 }
 
-function view(job: Job): JobView {
+/** The changing part of a stored job. */
+function stateOf(job: JobState): JobState {
+  const out: JobState = { status: job.status, done: job.done };
+  if (job.current !== undefined) out.current = job.current;
+  if (job.startedAt !== undefined) out.startedAt = job.startedAt;
+  if (job.finishedAt !== undefined) out.finishedAt = job.finishedAt;
+  if (job.error !== undefined) out.error = job.error;
+  if (job.summary !== undefined) out.summary = job.summary;
+  return out;
+}
+
+/** The API's view of a job, as it is or (`state`) as one of its events saw it. */
+function view(job: JobRecord, state: JobState = job): JobView {
   const out: JobView = {
     id: job.id,
     kb: job.kb,
-    status: job.status,
-    done: job.done,
+    status: state.status,
+    done: state.done,
     total: job.files.length,
     files: job.files.map((f) => ({ name: f.name, bytes: f.bytes })),
     createdAt: job.createdAt,
   };
-  if (job.current !== undefined) out.current = job.current;
-  if (job.summary) out.summary = job.summary;
-  if (job.error) out.error = job.error;
-  if (job.startedAt) out.startedAt = job.startedAt;
-  if (job.finishedAt) out.finishedAt = job.finishedAt;
+  if (state.current !== undefined) out.current = state.current;
+  if (state.summary) out.summary = state.summary;
+  if (state.error) out.error = state.error;
+  if (state.startedAt) out.startedAt = state.startedAt;
+  if (state.finishedAt) out.finishedAt = state.finishedAt;
   return out;
 }

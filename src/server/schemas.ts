@@ -119,7 +119,7 @@ const jobView = {
   properties: {
     id: { type: "string" },
     kb: { type: "string" },
-    status: { type: "string", enum: ["queued", "running", "succeeded", "failed", "interrupted"] },
+    status: { type: "string", enum: ["queued", "running", "succeeded", "failed"] },
     done: { type: "integer" },
     total: { type: "integer" },
     current: { type: "string" },
@@ -256,6 +256,11 @@ export const schemas = {
       properties: {
         limit: { type: "string", pattern: "^[0-9]{1,4}$", description: "page size, 1-1000 (default 100)" },
         offset: { type: "string", pattern: "^[0-9]{1,9}$", description: "documents to skip (default 0)" },
+        where: {
+          type: "string",
+          description:
+            'metadata filter as JSON (the language of /search\'s filter): only documents with a matching chunk, e.g. {"type":"email"}',
+        },
       },
     },
     response: {
@@ -314,12 +319,27 @@ export const schemas = {
     summary: "server-sent events of a job: `status` (now), `progress` per step, then one `done`",
     security,
     params: idParams,
+    headers: {
+      type: "object",
+      properties: {
+        "last-event-id": {
+          type: "string",
+          description:
+            "id of the last event the client received (EventSource sends it when it reconnects): the stream replays every later event instead of starting with `status`",
+        },
+      },
+    },
     produces: ["text/event-stream"],
     response: {
       200: {
         type: "string",
         description:
-          "text/event-stream: `event: status` (the job now), `event: progress` (id, job view) per step, then `event: done` (the finished job: succeeded, failed, or interrupted when the server shuts down) and the stream ends",
+          "text/event-stream: `event: status` (the job now, with the id of the job's last event), `event: progress` (id, job view) per step, then `event: done` (the finished job: succeeded or failed) and the stream ends. Events are stored with the job: with `Last-Event-ID` the stream replays every event after it. When the server shuts down the stream ends without `done` (a running job goes back to `queued` and resumes when the server is back); reconnect with `Last-Event-ID`",
+      },
+      204: {
+        type: "null",
+        description:
+          "with `Last-Event-ID`: the job has finished and no event follows that id (stop reconnecting)",
       },
       ...errors,
     },

@@ -48,6 +48,27 @@ export interface DocumentRecord {
   ingestedAt: string;
 }
 
+/** A document row to store (see {@link Catalog.insertDocument}). */
+export interface NewDocument {
+  /**
+   * The id to store it under: a document replaced by a re-ingest keeps its id (the old row
+   * is deleted first). Absent: a new id, never used before.
+   */
+  id?: number;
+  kb: string;
+  uri: string;
+  path: string;
+  type: string;
+  title?: string;
+  contentHash: string;
+  pipelineHash: string;
+  embedded: boolean;
+  metadata: DocumentMetadata;
+  /** The extracted text (stored compressed when that is smaller). */
+  text: string;
+  chunkCount: number;
+}
+
 /** A stored chunk with its document's attribution fields, as search returns it. */
 export interface StoredChunk {
   id: number;
@@ -140,19 +161,38 @@ export class Catalog {
   }
 
   /**
-   * Documents of `kb` (all KBs when undefined) by id, `limit` after id `afterId`; with a
-   * filter, those with at least one matching chunk.
+   * Documents of `kb` (all KBs when undefined) by id, `limit` after id `afterId`, skipping
+   * the first `offset` of those; with a filter, those with at least one matching chunk.
    */
   listDocuments(
     kb: string | undefined,
-    options: { filter?: FilterNode; afterId?: number; limit?: number } = {},
+    options?: { filter?: FilterNode; afterId?: number; limit?: number; offset?: number; metadata?: false },
+  ): DocumentRecord[];
+  /** {@link listDocuments} with each document's metadata. */
+  listDocuments(
+    kb: string | undefined,
+    options: { filter?: FilterNode; afterId?: number; limit?: number; offset?: number; metadata: true },
+  ): (DocumentRecord & { metadata: DocumentMetadata })[];
+  listDocuments(
+    kb: string | undefined,
+    options?: { filter?: FilterNode; afterId?: number; limit?: number; offset?: number; metadata?: boolean },
+  ): DocumentRecord[];
+  listDocuments(
+    kb: string | undefined,
+    options: {
+      filter?: FilterNode;
+      afterId?: number;
+      limit?: number;
+      offset?: number;
+      metadata?: boolean;
+    } = {},
   ): DocumentRecord[] {
     const where = options.filter ? compileSqliteFilter(options.filter, catalogField) : undefined;
     const rows = this.db
       .prepare(
-        `SELECT * FROM documents d WHERE (? IS NULL OR d.kb = ?) AND d.id > ?${
+        `SELECT ${DOCUMENT_COLUMNS}${options.metadata ? ", metadata" : ""} FROM documents d WHERE (? IS NULL OR d.kb = ?) AND d.id > ?${
           where ? ` AND EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id AND ${where.sql})` : ""
-        } ORDER BY d.id LIMIT ?`,
+        } ORDER BY d.id LIMIT ? OFFSET ?`,
       )
       .all(
         kb ?? null,
@@ -160,16 +200,69 @@ export class Catalog {
         options.afterId ?? 0,
         ...(where?.params ?? []),
         options.limit ?? -1,
-      ) as DocumentRow[];
+        options.offset ?? 0,
+      ) as (DocumentRow & { metadata?: string })[];
+    return rows.map((r) =>
+      r.metadata === undefined
+        ? toDocumentRecord(r)
+        : { ...toDocumentRecord(r), metadata: JSON.parse(r.metadata) as DocumentMetadata },
+    );
+  }
+
+  /** Number of documents of `kb` (all KBs when undefined); with a filter, those with a matching chunk. */
+  countDocuments(kb: string | undefined, filter?: FilterNode): number {
+    const where = filter ? compileSqliteFilter(filter, catalogField) : undefined;
+    return this.db
+      .prepare(
+        `SELECT count(*) FROM documents d WHERE (? IS NULL OR d.kb = ?)${
+          where ? ` AND EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id AND ${where.sql})` : ""
+        }`,
+      )
+      .pluck()
+      .get(kb ?? null, kb ?? null, ...(where?.params ?? [])) as number;
+  }
+
+  /**
+   * Documents of a KB that came from one source `uri`: the document of that uri and its
+   * child documents (`<uri>#…`, e.g. an upload's attachments or an mbox's messages), by id.
+   */
+  documentsOfSource(kb: string, uri: string): DocumentRecord[] {
+    const rows = this.prepare(
+      `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE kb = ? AND (uri = ? OR substr(uri, 1, ?) = ?) ORDER BY id`,
+    ).all(kb, uri, uri.length + 1, `${uri}#`) as DocumentRow[];
     return rows.map(toDocumentRecord);
+  }
+
+  /** The subset of `ids` that are documents of knowledge base `kb`, in the order given. */
+  documentIdsIn(kb: string, ids: readonly number[]): number[] {
+    const owned = this.prepare("SELECT 1 FROM documents WHERE id = ? AND kb = ?").pluck();
+    return ids.filter((id) => Number.isSafeInteger(id) && owned.get(id, kb) !== undefined);
+  }
+
+  /** Runs `fn` in one write transaction (`BEGIN IMMEDIATE`), committed when it returns, rolled back when it throws. */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  /** Reads one row, so a health check knows the database answers. @throws when it does not. */
+  ping(): void {
+    this.prepare("SELECT 1").get();
   }
 
   /** A document by id, with its metadata, or undefined. */
   documentById(id: number): (DocumentRecord & { metadata: DocumentMetadata }) | undefined {
-    const row = this.db.prepare("SELECT * FROM documents WHERE id = ?").get(id) as
+    const row = this.prepare(`SELECT ${DOCUMENT_COLUMNS}, metadata FROM documents WHERE id = ?`).get(id) as
       | (DocumentRow & { metadata: string })
       | undefined;
     return row && { ...toDocumentRecord(row), metadata: JSON.parse(row.metadata) };
+  }
+
+  /** A document's metadata (without reading its text), or undefined when there is no such document. */
+  documentMetadata(id: number): DocumentMetadata | undefined {
+    const row = this.prepare("SELECT metadata FROM documents WHERE id = ?").get(id) as
+      | { metadata: string }
+      | undefined;
+    return row && (JSON.parse(row.metadata) as DocumentMetadata);
   }
 
   /** Returns a knowledge base, or undefined. */
@@ -260,7 +353,7 @@ export class Catalog {
    * The embedding cache is shared and kept.
    */
   deleteKb(name: string): void {
-    for (const table of ["kw_blocks", "kw_terms", "kw_pending"])
+    for (const table of ["kw_seg_blocks", "kw_seg_terms", "kw_segments", "kw_pending"])
       this.prepare(`DELETE FROM ${table} WHERE kb = ?`).run(name);
     this.prepare("DELETE FROM chunks WHERE kb = ?").run(name);
     this.prepare("DELETE FROM documents WHERE kb = ?").run(name);
@@ -394,24 +487,16 @@ export class Catalog {
     ) as { id: number; text: string }[];
   }
 
-  /** Inserts a document row; returns its id. Call inside a transaction. */
-  insertDocument(doc: {
-    kb: string;
-    uri: string;
-    path: string;
-    type: string;
-    title?: string;
-    contentHash: string;
-    pipelineHash: string;
-    embedded: boolean;
-    metadata: DocumentMetadata;
-    text: string;
-    chunkCount: number;
-  }): number {
+  /**
+   * Inserts a document row; returns its id: `doc.id` when given (a replaced document keeping
+   * its id; no row may have it), else a new one. Call inside a transaction.
+   */
+  insertDocument(doc: NewDocument): number {
     const result = this.prepare(
-      `INSERT INTO documents (kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO documents (id, kb, uri, path, type, title, content_hash, pipeline_hash, embedded, metadata, text, chunk_count, ingested_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
+      doc.id ?? null,
       doc.kb,
       doc.uri,
       doc.path,
@@ -521,6 +606,10 @@ export class Catalog {
     return out;
   }
 }
+
+/** The columns of a {@link DocumentRecord} (never the text, which can be large). */
+const DOCUMENT_COLUMNS =
+  "id, kb, uri, path, type, title, content_hash, pipeline_hash, embedded, chunk_count, ingested_at";
 
 interface DocumentRow {
   id: number;

@@ -9,7 +9,10 @@ import { blockRows, emptyList, type PostingList } from "../retrieve/postings.js"
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 7;
+
+/** SQLite page cache per connection, in KiB (see {@link openDatabase}). */
+const CACHE_KIB = 131_072;
 
 /** Page size in bytes of a new database file. */
 export const PAGE_SIZE = 16384;
@@ -69,21 +72,31 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id);
 CREATE INDEX IF NOT EXISTS chunks_kb ON chunks (kb, token_count);
-CREATE TABLE IF NOT EXISTS kw_blocks (
+CREATE TABLE IF NOT EXISTS kw_segments (
   kb TEXT NOT NULL,
+  seg INTEGER NOT NULL,
+  chunks INTEGER NOT NULL,
+  min_id INTEGER NOT NULL,
+  max_id INTEGER NOT NULL,
+  PRIMARY KEY (kb, seg)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kw_seg_blocks (
+  kb TEXT NOT NULL,
+  seg INTEGER NOT NULL,
   term TEXT NOT NULL,
   last_id INTEGER NOT NULL,
   n INTEGER NOT NULL,
   max_tf INTEGER NOT NULL,
   min_len INTEGER NOT NULL,
   data BLOB NOT NULL,
-  PRIMARY KEY (kb, term, last_id)
+  PRIMARY KEY (kb, seg, term, last_id)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS kw_terms (
+CREATE TABLE IF NOT EXISTS kw_seg_terms (
   kb TEXT NOT NULL,
+  seg INTEGER NOT NULL,
   term TEXT NOT NULL,
   df INTEGER NOT NULL,
-  PRIMARY KEY (kb, term)
+  PRIMARY KEY (kb, seg, term)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kw_pending (
   kb TEXT NOT NULL,
@@ -122,6 +135,54 @@ CREATE TABLE IF NOT EXISTS vec_records (
   payload TEXT NOT NULL,
   UNIQUE (collection, id)
 );
+-- Durable ingest jobs of the HTTP API (see store/jobs.ts).
+CREATE TABLE IF NOT EXISTS ingest_jobs (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  kb TEXT NOT NULL,
+  internal_kb TEXT NOT NULL,
+  options TEXT NOT NULL,
+  dir TEXT NOT NULL,
+  status TEXT NOT NULL,
+  done INTEGER NOT NULL DEFAULT 0,
+  current TEXT,
+  started_at TEXT,
+  finished_at TEXT,
+  error TEXT,
+  summary TEXT,
+  seq INTEGER NOT NULL DEFAULT 0,
+  elapsed_ms INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ingest_jobs_tenant ON ingest_jobs (tenant);
+CREATE INDEX IF NOT EXISTS ingest_jobs_active ON ingest_jobs (status) WHERE status IN ('queued', 'running');
+CREATE TABLE IF NOT EXISTS ingest_job_files (
+  job_id TEXT NOT NULL REFERENCES ingest_jobs (id) ON DELETE CASCADE,
+  n INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  stored_path TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  mimetype TEXT,
+  state TEXT NOT NULL DEFAULT 'pending',
+  prior TEXT,
+  result TEXT,
+  PRIMARY KEY (job_id, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ingest_job_docs (
+  job_id TEXT NOT NULL REFERENCES ingest_jobs (id) ON DELETE CASCADE,
+  n INTEGER NOT NULL,
+  uri TEXT NOT NULL,
+  chunks INTEGER NOT NULL,
+  warnings TEXT NOT NULL,
+  PRIMARY KEY (job_id, n, uri)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ingest_job_events (
+  job_id TEXT NOT NULL REFERENCES ingest_jobs (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  state TEXT NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
 `;
 
 // Per-KB corpus statistics kept by triggers, so they commit (or roll back) with the rows
@@ -221,6 +282,16 @@ export function openDatabase(dataDir: string): Db {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
+    // A 128 MiB page cache (SQLite's default is 2 MiB): at 100k+ chunks the interior pages of
+    // the chunk, vector and keyword-index B-trees no longer fit in 2 MiB, and every lookup
+    // went to the OS for them. Pages are allocated as used, so a small KB stays small.
+    db.pragma(`cache_size = -${CACHE_KIB}`);
+    // Statement journals in memory. An INSERT that fires a trigger (the kb_stats counters) or
+    // may replace a row needs one inside a transaction, and SQLite spills it to a temporary
+    // file past 64 KiB — four of our 16 KiB pages — so every chunk written went to disk a
+    // second time (about 250 KB per chunk at 30k chunks). Temporary sort B-trees live in
+    // memory too; none of ours sorts more than a page of rows.
+    db.pragma("temp_store = MEMORY");
     // Writers take the lock up front (BEGIN IMMEDIATE) and wait up to 60 s for each other.
     db.pragma("busy_timeout = 60000");
     sqliteVec.load(db);
@@ -254,9 +325,15 @@ export function openDatabase(dataDir: string): Db {
  * `postings.len` (the field length of the posting's chunk, so keyword search reads a
  * posting list without joining chunks) and `kb_stats` (corpus statistics kept by triggers),
  * both built from the existing rows. Schema 3 → 4: the row-per-posting `postings` table
- * becomes block-compressed lists (`kw_blocks`, `kw_terms`; see `retrieve/postings.ts`).
+ * becomes block-compressed lists (see `retrieve/postings.ts`).
  * Schema 4 → 5: `embedding_cache.ref_collection`/`ref_id`, an entry that points at the
- * embedded store's copy of a vector instead of holding a second one.
+ * embedded store's copy of a vector instead of holding a second one. Schema 5 → 6: the
+ * keyword index becomes segmented (`kw_seg_blocks`, `kw_seg_terms`, `kw_segments`): the
+ * existing lists become each KB's first segment. Schema 6 → 7: the durable ingest jobs of
+ * `kl serve` (`ingest_jobs`, `ingest_job_files`, `ingest_job_docs`, `ingest_job_events`, see
+ * `store/jobs.ts`), created empty by the schema's `CREATE TABLE IF NOT EXISTS`: an older
+ * server kept its jobs in memory, so there are none to carry over (its leftover uploads
+ * belong to no job and are removed when the server starts).
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
@@ -285,21 +362,43 @@ function migrate(db: Db, from: number): void {
         db.exec("ALTER TABLE embedding_cache ADD COLUMN ref_id TEXT");
       }
     }
+    if (from < 6) segmentKeywordIndex(db);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
   })();
 }
 
 /**
- * Schema 3 → 4: rewrites every `postings` row into `kw_blocks` / `kw_terms`, one term's
- * list at a time (read in (kb, term, chunk id) order), then drops the old table.
+ * Schema 5 → 6: moves the one-list-per-term keyword index (`kw_blocks`, `kw_terms`) into
+ * segment 1 of each KB (`kw_seg_blocks`, `kw_seg_terms`, one `kw_segments` row covering
+ * the KB's chunk ids), then drops the old tables.
+ */
+function segmentKeywordIndex(db: Db): void {
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kw_blocks'").get();
+  if (!exists) return;
+  db.exec(`
+    INSERT INTO kw_seg_blocks (kb, seg, term, last_id, n, max_tf, min_len, data)
+      SELECT kb, 1, term, last_id, n, max_tf, min_len, data FROM kw_blocks;
+    INSERT INTO kw_seg_terms (kb, seg, term, df) SELECT kb, 1, term, df FROM kw_terms;
+    INSERT INTO kw_segments (kb, seg, chunks, min_id, max_id)
+      SELECT kb, 1, count(*), min(id), max(id) FROM chunks
+      WHERE kb IN (SELECT DISTINCT kb FROM kw_terms) GROUP BY kb;
+    DROP TABLE kw_blocks;
+    DROP TABLE kw_terms;
+  `);
+}
+
+/**
+ * Schema 3 → 4: rewrites every `postings` row into block-compressed lists, one term's
+ * list at a time (read in (kb, term, chunk id) order), as segment 1 of each KB (the
+ * layout of schema 6), then drops the old table.
  */
 function convertPostings(db: Db): void {
   const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'postings'").get();
   if (!exists) return;
   const insertBlock = db.prepare(
-    "INSERT INTO kw_blocks (kb, term, last_id, n, max_tf, min_len, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO kw_seg_blocks (kb, seg, term, last_id, n, max_tf, min_len, data) VALUES (?, 1, ?, ?, ?, ?, ?, ?)",
   );
-  const insertTerm = db.prepare("INSERT INTO kw_terms (kb, term, df) VALUES (?, ?, ?)");
+  const insertTerm = db.prepare("INSERT INTO kw_seg_terms (kb, seg, term, df) VALUES (?, 1, ?, ?)");
   const write = (kb: string, term: string, list: PostingList) => {
     for (const b of blockRows(list)) insertBlock.run(kb, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
     insertTerm.run(kb, term, list.ids.length);
@@ -319,7 +418,20 @@ function convertPostings(db: Db): void {
     }
     write(kb, term, list);
   }
+  db.exec(`INSERT INTO kw_segments (kb, seg, chunks, min_id, max_id)
+    SELECT kb, 1, count(DISTINCT chunk_id), min(chunk_id), max(chunk_id) FROM postings GROUP BY kb`);
   db.exec("DROP TABLE postings");
+}
+
+/**
+ * Runs `fn` inside the caller's transaction when one is open, else in a new IMMEDIATE
+ * transaction. Unlike a nested `db.transaction`, it opens no savepoint: a savepoint copies
+ * every page it touches to a sub-journal before changing it, which doubled what a large
+ * ingest wrote. So `fn` must not leave half its changes behind when it throws inside a
+ * caller's transaction: check inputs first, or let the error roll the caller back.
+ */
+export function withinTransaction<T>(db: Db, fn: () => T): T {
+  return db.inTransaction ? fn() : db.transaction(fn).immediate();
 }
 
 /**

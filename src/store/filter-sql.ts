@@ -20,8 +20,20 @@ export interface SqlFragment {
 export type SqlField =
   /** A TEXT column (`NULL` when absent). */
   | { kind: "column"; sql: string }
-  /** JSON values: the first of `column -> path` that is present. */
-  | { kind: "json"; sources: readonly { column: string; path: string }[] };
+  /**
+   * JSON values: the first of `column -> path` that is present (a scalar, or the elements
+   * of an array; an object has no values). With `member`, the values are that key of each
+   * element (an array of objects); with `lowerCase`, the stored values are lower-case and
+   * string operands are compared lower-cased.
+   */
+  | {
+      kind: "json";
+      sources: readonly { column: string; path: string }[];
+      member?: string;
+      lowerCase?: boolean;
+    }
+  /** The values of all these fields together: a condition holds when it holds on their union. */
+  | { kind: "any"; fields: readonly SqlField[] };
 
 /** JSON path of a top-level key (quoted, so any key is safe): `$."key"`. */
 export function jsonPath(...keys: string[]): string {
@@ -81,6 +93,56 @@ function predicate(node: FilterNode, val: string, typ: string): SqlFragment {
   }
 }
 
+/** `node` with its string operands lower-cased (for a field whose values are stored lower-case). */
+function lowerCased(node: FilterNode): FilterNode {
+  const lower = (v: FilterScalar): FilterScalar => (typeof v === "string" ? v.toLowerCase() : v);
+  switch (node.kind) {
+    case "eq":
+    case "ne":
+    case "contains":
+      return { ...node, value: lower(node.value) };
+    case "in":
+    case "nin":
+      return { ...node, values: node.values.map(lower) };
+    case "prefix":
+      return { ...node, value: node.value.toLowerCase() };
+    default:
+      return node;
+  }
+}
+
+/** JSON paths of `member` keys: our own constants, checked before they go into SQL text. */
+const MEMBER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** "Some value of field `f` satisfies the (positive) condition `n`" as SQL. */
+function someValue(n: FilterNode, f: SqlField): SqlFragment {
+  if (f.kind === "any") {
+    const parts = f.fields.map((sub) => someValue(n, sub));
+    return { sql: `(${parts.map((p) => p.sql).join(" OR ")})`, params: parts.flatMap((p) => p.params) };
+  }
+  if (f.kind === "column") {
+    if (n.kind === "exists") return { sql: `${f.sql} IS NOT NULL`, params: [] };
+    const p = predicate(n, f.sql, "'text'");
+    return { sql: `(${f.sql} IS NOT NULL AND ${p.sql})`, params: p.params };
+  }
+  const expr =
+    f.sources.length === 1
+      ? `${f.sources[0]?.column} -> ?`
+      : `coalesce(${f.sources.map((s) => `${s.column} -> ?`).join(", ")})`;
+  const exprParams = f.sources.map((s) => s.path);
+  if (f.member !== undefined && !MEMBER.test(f.member)) throw new Error(`invalid member ${f.member}`);
+  const val = f.member === undefined ? "j.value" : `json_extract(j.value, '$.${f.member}')`;
+  const typ = f.member === undefined ? "j.type" : `coalesce(json_type(j.value, '$.${f.member}'), 'null')`;
+  const cond = f.lowerCase ? lowerCased(n) : n;
+  const p = cond.kind === "exists" ? { sql: `${typ} <> 'null'`, params: [] } : predicate(cond, val, typ);
+  // Elements of an array (integer keys) or a scalar (no key); an object's members are not values.
+  const where = f.member === undefined ? "typeof(j.key) <> 'text'" : "j.type = 'object'";
+  return {
+    sql: `EXISTS (SELECT 1 FROM json_each(${expr}) AS j WHERE ${where} AND ${p.sql})`,
+    params: [...exprParams, ...p.params],
+  };
+}
+
 /**
  * The SQL condition of a filter; `field` says how each field name reads (see
  * {@link SqlField}). `{}` compiles to `1`.
@@ -102,29 +164,16 @@ export function compileSqliteFilter(node: FilterNode, field: (name: string) => S
         return { sql: `NOT ${inner.sql}`, params: inner.params };
       }
       default: {
-        const f = field(n.field);
-        let some: SqlFragment;
-        if (f.kind === "column") {
-          some =
-            n.kind === "exists"
-              ? { sql: `${f.sql} IS NOT NULL`, params: [] }
-              : (() => {
-                  const p = predicate(n, f.sql, "'text'");
-                  return { sql: `(${f.sql} IS NOT NULL AND ${p.sql})`, params: p.params };
-                })();
-        } else {
-          const expr =
-            f.sources.length === 1
-              ? `${f.sources[0]?.column} -> ?`
-              : `coalesce(${f.sources.map((s) => `${s.column} -> ?`).join(", ")})`;
-          const exprParams = f.sources.map((s) => s.path);
-          const p =
-            n.kind === "exists" ? { sql: "j.type <> 'null'", params: [] } : predicate(n, "j.value", "j.type");
-          some = {
-            sql: `EXISTS (SELECT 1 FROM json_each(${expr}) AS j WHERE ${p.sql})`,
-            params: [...exprParams, ...p.params],
-          };
-        }
+        // "Some value satisfies" of the positive condition; $ne, $nin and $exists:false negate it.
+        const positive: FilterNode =
+          n.kind === "ne"
+            ? { ...n, kind: "eq" }
+            : n.kind === "nin"
+              ? { ...n, kind: "in" }
+              : n.kind === "exists"
+                ? { ...n, value: true }
+                : n;
+        const some = someValue(positive, field(n.field));
         const negate = n.kind === "ne" || n.kind === "nin" || (n.kind === "exists" && !n.value);
         return negate ? { sql: `NOT ${some.sql}`, params: some.params } : some;
       }
@@ -135,6 +184,22 @@ export function compileSqliteFilter(node: FilterNode, field: (name: string) => S
 
 const doc = (...keys: string[]) => ({ column: "d.metadata", path: jsonPath(...keys) });
 const chunk = (...keys: string[]) => ({ column: "c.metadata", path: jsonPath(...keys) });
+
+/**
+ * An email address header as a filter field: each mailbox as results show it
+ * (`Tim Chapman <timc@2ubh.com>`), its address (`timc@2ubh.com`, compared without case)
+ * and its display name (`Tim Chapman`), from the extractor's `mailboxes` metadata.
+ */
+function mailboxField(header: "from" | "to" | "cc"): SqlField {
+  return {
+    kind: "any",
+    fields: [
+      { kind: "json", sources: [doc(header)] },
+      { kind: "json", sources: [doc("mailboxes", header)], member: "address", lowerCase: true },
+      { kind: "json", sources: [doc("mailboxes", header)], member: "name" },
+    ],
+  };
+}
 
 /**
  * Source attributes a search result carries (see `retrieve/attribution.ts`), read the way
@@ -156,9 +221,9 @@ const CATALOG_FIELDS: Record<string, SqlField> = {
   page: { kind: "json", sources: [chunk("pageStart"), chunk("page")] },
   pageEnd: { kind: "json", sources: [chunk("pageEnd")] },
   headingPath: { kind: "json", sources: [chunk("headingPath")] },
-  from: { kind: "json", sources: [doc("from")] },
-  to: { kind: "json", sources: [doc("to")] },
-  cc: { kind: "json", sources: [doc("cc")] },
+  from: mailboxField("from"),
+  to: mailboxField("to"),
+  cc: mailboxField("cc"),
   subject: { kind: "json", sources: [doc("subject")] },
   date: { kind: "json", sources: [doc("date")] },
   threadId: { kind: "json", sources: [doc("threadId")] },
@@ -178,15 +243,28 @@ export const SOURCE_FILTER_FIELDS: readonly string[] = Object.keys(CATALOG_FIELD
 /**
  * How a filter field reads over `chunks c JOIN documents d`: a source attribute as
  * `attribute()` builds it, else user metadata: the document's `meta` (ingest `--meta`),
- * then its front matter, then any other document or chunk metadata field of that name.
+ * then its front matter, then any other document or chunk metadata field of that name
+ * (the first of these that is present). A dotted name (`seo.title`) is a path into nested
+ * objects (front matter `seo: {title: …}`), or a key holding the dots itself.
  */
 export function catalogField(name: string): SqlField {
-  return (
-    (Object.hasOwn(CATALOG_FIELDS, name) ? CATALOG_FIELDS[name] : undefined) ?? {
-      kind: "json",
-      sources: [doc("meta", name), doc("frontMatter", name), doc(name), chunk(name)],
-    }
-  );
+  const known = Object.hasOwn(CATALOG_FIELDS, name) ? CATALOG_FIELDS[name] : undefined;
+  if (known) return known;
+  if (!name.includes(".")) {
+    return { kind: "json", sources: [doc("meta", name), doc("frontMatter", name), doc(name), chunk(name)] };
+  }
+  const parts = name.split(".");
+  return {
+    kind: "json",
+    sources: [
+      doc("frontMatter", name),
+      doc("frontMatter", ...parts),
+      doc(name),
+      doc(...parts),
+      chunk(name),
+      chunk(...parts),
+    ],
+  };
 }
 
 /** How a field of a vector store's flat JSON payload (column `payload`) reads. */

@@ -11,7 +11,7 @@ import type {
   VectorSearchOptions,
   VectorStore,
 } from "./contract.js";
-import { blobToVector, type Db, statementCache, vectorToBlob } from "./database.js";
+import { blobToVector, type Db, statementCache, vectorToBlob, withinTransaction } from "./database.js";
 import { compileSqliteFilter, payloadField } from "./filter-sql.js";
 
 /** Options of {@link SqliteVectorStore}. */
@@ -112,14 +112,12 @@ export class SqliteVectorStore implements VectorStore {
     const insert = this.prepare(
       "INSERT OR REPLACE INTO vec_records (collection, id, vector, payload) VALUES (?, ?, ?, ?)",
     );
-    this.db
-      .transaction(() => {
-        for (const record of records) {
-          this.checkDimension(info, record);
-          insert.run(collection, record.id, vectorToBlob(record.vector), JSON.stringify(record.payload));
-        }
-      })
-      .immediate();
+    // Every record is checked before any is written (no savepoint inside a caller's transaction).
+    for (const record of records) this.checkDimension(info, record);
+    withinTransaction(this.db, () => {
+      for (const record of records)
+        insert.run(collection, record.id, vectorToBlob(record.vector), JSON.stringify(record.payload));
+    });
   }
 
   async search(collection: string, vector: Float32Array, options: VectorSearchOptions): Promise<VectorHit[]> {
@@ -218,11 +216,9 @@ export class SqliteVectorStore implements VectorStore {
   /** Synchronous {@link delete}, usable inside a transaction. */
   deleteSync(collection: string, ids: string[]): void {
     const del = this.prepare("DELETE FROM vec_records WHERE collection = ? AND id = ?");
-    this.db
-      .transaction(() => {
-        for (const id of ids) del.run(collection, id);
-      })
-      .immediate();
+    withinTransaction(this.db, () => {
+      for (const id of ids) del.run(collection, id);
+    });
   }
 
   async update(collection: string, records: VectorRecord[]): Promise<void> {
