@@ -11,6 +11,7 @@ import {
 import type { FilterNode } from "../retrieve/filter.js";
 import type { Chunk, DocumentMetadata } from "../types.js";
 import { type Db, statementCache } from "./database.js";
+import { EmbeddingCacheTable } from "./embedding-cache.js";
 import { catalogField, compileSqliteFilter } from "./filter-sql.js";
 
 /** The chunks of a KB a filter lets through (see {@link Catalog.filterChunks}). */
@@ -106,27 +107,23 @@ export class Catalog {
   /** Recent {@link filterChunks} answers per KB, valid for one data version. */
   private readonly filterCache = new Map<string, { version: string; result: FilteredChunks }>();
 
+  /** The embedding cache table, which also keeps LLM-written texts (see {@link cachedText}). */
+  private textCache?: EmbeddingCacheTable;
+
   constructor(readonly db: Db) {
     this.prepare = statementCache(db);
   }
 
-  /**
-   * A cached text (an LLM-written chunk context) under `namespace` and `key`, kept in the
-   * persistent embedding cache table (provider `text:<namespace>`, the text as UTF-8 bytes),
-   * so it survives restarts and is shared by the KBs of the data directory.
-   */
+  /** A cached text (an LLM-written chunk context), see {@link EmbeddingCacheTable.getText}. */
   cachedText(namespace: string, key: string): string | undefined {
-    const row = this.prepare(
-      "SELECT vector FROM embedding_cache WHERE provider = ? AND model = ? AND text_hash = ?",
-    ).get(`text:${namespace}`, namespace, key) as { vector: Buffer } | undefined;
-    return row ? row.vector.toString("utf8") : undefined;
+    this.textCache ??= new EmbeddingCacheTable(this.db);
+    return this.textCache.getText(namespace, key);
   }
 
   /** Stores a text for {@link cachedText}. */
   cacheText(namespace: string, key: string, text: string): void {
-    this.prepare(
-      "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, vector) VALUES (?, ?, ?, ?)",
-    ).run(`text:${namespace}`, namespace, key, Buffer.from(text, "utf8"));
+    this.textCache ??= new EmbeddingCacheTable(this.db);
+    this.textCache.putText(namespace, key, text);
   }
 
   /**

@@ -44,6 +44,23 @@ export class EmbeddingCacheTable {
   }
 
   /**
+   * A cached text (not a vector: an LLM-written chunk context) under provider
+   * `text:<namespace>`, model `namespace` and `key`, stored as UTF-8 bytes in the same
+   * table, so it survives restarts and is shared by the KBs of the data directory.
+   */
+  getText(namespace: string, key: string): string | undefined {
+    const row = this.getStatement.get(`text:${namespace}`, namespace, key) as
+      | { vector: Buffer | null }
+      | undefined;
+    return row?.vector ? row.vector.toString("utf8") : undefined;
+  }
+
+  /** Stores (or replaces) a text for {@link getText}. */
+  putText(namespace: string, key: string, text: string): void {
+    this.putStatement.run(`text:${namespace}`, namespace, key, Buffer.from(text, "utf8"));
+  }
+
+  /**
    * Stores a reference to the embedded store's record `id` of `collection` instead of a
    * copy of its vector (the entry goes when the record is replaced or deleted, by trigger).
    */
