@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { extractBytes, extractFile, htmlToText, parseFrontMatter } from "../src/extract/index.js";
 import { docsPath, extractionError, tempDir } from "./helpers.js";
+import { serializePdf } from "./pdf-fixtures.js";
 
 /** A page entry of {@link makePdf} whose page object is broken (a number instead of a dictionary). */
 const BROKEN = Symbol("broken page");
@@ -42,17 +43,7 @@ function makePdf(pages: (string | null | typeof BROKEN)[], info: Record<string, 
       .map(([k, v]) => `/${k} (${v})`)
       .join(" ")} >>`,
   );
-  let out = "%PDF-1.4\n";
-  const offsets: number[] = [];
-  objects.forEach((body, i) => {
-    offsets.push(out.length);
-    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = out.length;
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) out += `${String(offset).padStart(10, "0")} 00000 n \n`;
-  out += `trailer\n<< /Size ${objects.length + 1} /Root ${catalog} 0 R /Info ${infoRef} 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(out, "latin1");
+  return serializePdf(objects, catalog, infoRef);
 }
 
 describe("pdf limits, warnings and metadata", () => {

@@ -13,6 +13,7 @@ import { dehyphenate } from "../src/extract/pdf.js";
 import { stripControlSequences } from "../src/extract/util.js";
 import type { ExtractedDocument } from "../src/types.js";
 import { tempDir } from "./helpers.js";
+import { serializePdf } from "./pdf-fixtures.js";
 
 const tmp = tempDir("kl-hygiene-");
 afterAll(() => tmp.cleanup());
@@ -31,17 +32,7 @@ function pdfWithLines(lines: string[]): Buffer {
     "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
     `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
   ];
-  let out = "%PDF-1.4\n";
-  const offsets: number[] = [];
-  objects.forEach((body, i) => {
-    offsets.push(out.length);
-    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = out.length;
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) out += `${String(offset).padStart(10, "0")} 00000 n \n`;
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(out, "latin1");
+  return serializePdf(objects, 1);
 }
 
 describe("PDF de-hyphenation keeps real hyphens", () => {

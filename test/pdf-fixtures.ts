@@ -92,6 +92,15 @@ export function buildPdf(pages: string[][], options: PdfOptions = {}): Buffer {
       .map(([k, v]) => `/${k} (${pdfString(v)})`)
       .join(" ")} >>`,
   );
+  return serializePdf(objects, catalog, infoRef);
+}
+
+/**
+ * The bytes of a PDF 1.4 file holding `objects` (object n is `objects[n - 1]`) with its
+ * cross-reference table; `root` is the catalog's object number, `info` the document
+ * information dictionary's (none when undefined). Latin-1.
+ */
+export function serializePdf(objects: readonly string[], root: number, info?: number): Buffer {
   let out = "%PDF-1.4\n";
   const offsets: number[] = [];
   objects.forEach((body, i) => {
@@ -101,6 +110,7 @@ export function buildPdf(pages: string[][], options: PdfOptions = {}): Buffer {
   const xref = out.length;
   out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
   for (const offset of offsets) out += `${String(offset).padStart(10, "0")} 00000 n \n`;
-  out += `trailer\n<< /Size ${objects.length + 1} /Root ${catalog} 0 R /Info ${infoRef} 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  const infoRef = info === undefined ? "" : ` /Info ${info} 0 R`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root ${root} 0 R${infoRef} >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(out, "latin1");
 }

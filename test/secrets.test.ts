@@ -137,7 +137,7 @@ describe("secret names and text", () => {
       }
     }
     // The secret fields of today's sections (nested reranker/expansionLlm keys are checked below).
-    expect(masked.sort()).toEqual(["embedding.apiKey", "vectorStore.apiKey"]);
+    expect(masked.sort()).toEqual(["chunking.contextLlm.apiKey", "embedding.apiKey", "vectorStore.apiKey"]);
     // Nested sections of retrieval: every reranker type and the expansion endpoint.
     const config = secretConfig("walk");
     expectMasked(redactSecrets(config));

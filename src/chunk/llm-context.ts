@@ -9,8 +9,8 @@
  */
 import { createHash } from "node:crypto";
 import type { ContextLlmConfig } from "../config.js";
-import { endpointUrl, type HttpOptions } from "../http.js";
-import { postJson } from "../rerank/http.js";
+import type { HttpOptions } from "../http.js";
+import { chatCompletion } from "../rerank/http.js";
 import { redactText } from "../secrets.js";
 import { type Chunk, type ExtractedDocument, withContext } from "../types.js";
 import { MAX_CONTEXT_CHARS, shorten } from "./context.js";
@@ -109,22 +109,9 @@ export function createLlmSituator(
   cache: ContextCache,
   http: HttpOptions = {},
 ): ChunkSituator {
-  const url = endpointUrl(config.baseUrl, "/v1/chat/completions", "/v1");
   const name = `llm-context:${config.model}`;
-  const headers: Record<string, string> = config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {};
-  const ask = async (messages: ReturnType<typeof situateMessages>): Promise<string | undefined> => {
-    const response = (await postJson(
-      name,
-      url,
-      { model: config.model, messages, temperature: 0 },
-      headers,
-      http,
-    )) as { choices?: { message?: { content?: unknown } }[] };
-    const content = response?.choices?.[0]?.message?.content;
-    if (typeof content !== "string")
-      throw new Error(redactText(`${name}: malformed response from ${url}: no choices[0].message.content`));
-    return parseSentence(content);
-  };
+  const ask = async (messages: ReturnType<typeof situateMessages>): Promise<string | undefined> =>
+    parseSentence(await chatCompletion(name, config, messages, http));
   return {
     name,
     async situate(doc, chunks, limits) {

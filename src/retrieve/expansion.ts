@@ -5,9 +5,7 @@
  * each retrieved and fused by reciprocal rank fusion. Without an LLM configured,
  * the pipeline uses pseudo-relevance feedback instead (see `feedbackVariants`).
  */
-import { endpointUrl } from "../http.js";
-import { type HttpOptions, postJson } from "../rerank/http.js";
-import { redactText } from "../secrets.js";
+import { chatCompletion, type HttpOptions } from "../rerank/http.js";
 import type { QueryExpander } from "./search.js";
 
 /** Where the expansion LLM is. */
@@ -65,21 +63,10 @@ export function parseVariants(content: string, query: string, max: number): stri
  *   malformed responses or exhausted retries; the pipeline turns them into a warning.
  */
 export function createLlmExpander(config: ExpansionLlmConfig, http: HttpOptions = {}): QueryExpander {
-  const url = endpointUrl(config.baseUrl, "/v1/chat/completions", "/v1");
   const name = `llm-expansion:${config.model}`;
-  const headers: Record<string, string> = config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {};
   return async (query, max) => {
     if (max <= 0) return [];
-    const response = (await postJson(
-      name,
-      url,
-      { model: config.model, messages: expansionMessages(query, max), temperature: 0 },
-      headers,
-      http,
-    )) as { choices?: { message?: { content?: unknown } }[] };
-    const content = response?.choices?.[0]?.message?.content;
-    if (typeof content !== "string")
-      throw new Error(redactText(`${name}: malformed response from ${url}: no choices[0].message.content`));
+    const content = await chatCompletion(name, config, expansionMessages(query, max), http);
     return parseVariants(content, query, max);
   };
 }
