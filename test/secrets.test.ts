@@ -241,7 +241,7 @@ describe("outputs", () => {
   it("the human kb description masks them too", async () => {
     const lib = KnowledgeLayer.open({ dataDir, cache: { type: "none" }, create: false });
     try {
-      const text = formatKb(lib.getKb("vault"), lib.counts("vault"));
+      const text = formatKb(await lib.getKb("vault"), await lib.counts("vault"));
       expect(text).not.toMatch(SECRETS);
       expect(text).toContain("store:      qdrant https://admin:***@qdrant.example.com:6333,");
       expect(text).toContain("embedding:  openai-compatible:text-embed-1");

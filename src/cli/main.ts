@@ -424,8 +424,8 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
   .action(async (name: string, o, command: Command) => {
     await withKl(
       command,
-      (kl) => {
-        const record = kl.createKb(name, {
+      async (kl) => {
+        const record = await kl.createKb(name, {
           extraction: extractionOptions(o),
           chunking: {
             strategy: o.strategy as ChunkingStrategy | undefined,
@@ -450,7 +450,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
           },
         });
         if (o.json) console.log(JSON.stringify(redactSecrets(record.config), null, 2));
-        else console.log(`created knowledge base "${name}"\n${formatKb(record, kl.counts(name))}`);
+        else console.log(`created knowledge base "${name}"\n${formatKb(record, await kl.counts(name))}`);
       },
       { create: true },
     );
@@ -460,8 +460,8 @@ kb.command("list")
   .description("list knowledge bases with document and chunk counts")
   .option("--json", "print JSON")
   .action(async (o, command: Command) => {
-    await withKl(command, (kl) => {
-      const kbs = kl.listKbs();
+    await withKl(command, async (kl) => {
+      const kbs = await kl.listKbs();
       if (o.json) {
         console.log(
           JSON.stringify(
@@ -491,9 +491,9 @@ kb.command("show")
   .description("show a knowledge base's configuration and counts")
   .option("--json", "print JSON")
   .action(async (name: string, o, command: Command) => {
-    await withKl(command, (kl) => {
-      const record = kl.getKb(name);
-      const counts = kl.counts(name);
+    await withKl(command, async (kl) => {
+      const record = await kl.getKb(name);
+      const counts = await kl.counts(name);
       if (o.json)
         console.log(JSON.stringify({ ...record, config: redactSecrets(record.config), counts }, null, 2));
       else console.log(formatKb(record, counts));
@@ -506,7 +506,7 @@ kb.command("delete")
   .option("--force", "delete it even when its vector store cannot be reached (its collection stays there)")
   .action(async (name: string, _o, command: Command) => {
     await withKl(command, async (kl) => {
-      const counts = kl.counts(name);
+      const counts = await kl.counts(name);
       const { warning } = await kl.deleteKb(name, { force: Boolean(_o.force) });
       if (warning) console.error(`warning: ${warning}`);
       console.log(
@@ -578,7 +578,7 @@ kb.command("reembed")
       }
       if (o.json) console.log(JSON.stringify(result, null, 2));
       else {
-        const e = kl.getKb(name).config.embedding;
+        const e = (await kl.getKb(name)).config.embedding;
         console.log(
           `re-embedded knowledge base "${name}" with ${e.provider}:${e.model} (${result.dimension}-d) into collection "${result.collection}": ${result.done} vectors verified (${result.written} embedded, ${result.skipped} already there)`,
         );
@@ -710,7 +710,9 @@ withExtractionOptions(program.command("extract"))
   .option("--kb <name>", "use this knowledge base's extraction settings")
   .option("--json", "print JSON: documents with uri, metadata, text, segments and warnings")
   .action(async (file: string, o, command: Command) => {
-    const base = o.kb ? await withKl(command, (kl) => kl.getKb(o.kb).config.extraction) : undefined;
+    const base = o.kb
+      ? await withKl(command, async (kl) => (await kl.getKb(o.kb)).config.extraction)
+      : undefined;
     const docs = await extractFile(resolve(file), undefined, mergeExtraction(base, extractionOptions(o)));
     if (o.json) {
       console.log(JSON.stringify({ file: resolve(file), documents: docs }, null, 2));
@@ -734,7 +736,9 @@ withExtractionOptions(withChunkingOptions(program.command("chunk")))
   .option("--kb <name>", "start from this knowledge base's chunking settings")
   .option("--json", "print JSON: documents with their chunks (text, body, start, end, …)")
   .action(async (file: string, o, command: Command) => {
-    const base = o.kb ? await withKl(command, (kl) => kl.getKb(o.kb).config) : defaultKbConfig();
+    const base = o.kb
+      ? await withKl(command, async (kl) => (await kl.getKb(o.kb)).config)
+      : defaultKbConfig();
     const chunking: ChunkingConfig = { ...base.chunking };
     if (o.strategy) chunking.strategy = o.strategy as ChunkingStrategy;
     if (o.chunkSize !== undefined) chunking.chunkSize = o.chunkSize;
@@ -870,9 +874,9 @@ docs
   .option("--json", "print JSON")
   .action(async (o, command: Command) => {
     const filter = whereFilter(o.where);
-    await withKl(command, (kl) => {
-      if (o.kb !== undefined) kl.getKb(o.kb);
-      const list = kl.listDocuments({ kb: o.kb, filter, metadata: true });
+    await withKl(command, async (kl) => {
+      if (o.kb !== undefined) await kl.getKb(o.kb);
+      const list = await kl.listDocuments({ kb: o.kb, filter, metadata: true });
       if (o.json) {
         // Each document with its source attributes (as search results show them, without
         // the chunk-level ones), which include its tags and user metadata.
@@ -941,9 +945,9 @@ docs
       return n;
     });
     await withKl(command, async (kl) => {
-      if (o.kb !== undefined) kl.getKb(o.kb);
+      if (o.kb !== undefined) await kl.getKb(o.kb);
       const targets = filter
-        ? kl.listDocuments({ kb: o.kb, filter })
+        ? await kl.listDocuments({ kb: o.kb, filter })
         : (await Promise.all(wanted.map((id) => kl.getDocument(id, { kb: o.kb })))).filter(
             (d): d is NonNullable<typeof d> => d !== undefined,
           );
@@ -953,8 +957,7 @@ docs
       // removes a whole KB: that takes --all besides --yes.
       let everything = false;
       if (where !== undefined) {
-        const inScope = kl
-          .listKbs()
+        const inScope = (await kl.listKbs())
           .filter((k) => o.kb === undefined || k.name === o.kb)
           .reduce((n, k) => n + k.counts.documents, 0);
         everything = isEmptyFilter(where) || (targets.length > 0 && targets.length === inScope);
