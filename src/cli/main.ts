@@ -14,7 +14,6 @@ import {
   type KnowledgeBaseConfig,
   parseRetrievalMode,
   RETRIEVAL_MODES,
-  type RerankerConfig,
   type RetrievalMode,
   SIZE_UNITS,
   type SizeUnit,
@@ -50,6 +49,14 @@ import {
 } from "./format.js";
 import { registerMcpCommand } from "./mcp.js";
 import { registerServeCommands } from "./serve.js";
+import {
+  embeddingModelHelp,
+  RERANKER_TYPES,
+  rerankerHelp,
+  rerankerOption,
+  rerankerSettingHelp,
+  storeSettingFlags,
+} from "./stage-options.js";
 
 const VERSION = "0.1.0";
 
@@ -181,23 +188,18 @@ async function withKl<T>(
 /** Adds the vector-store options shared by `kb create` and `kb migrate` (`prefix` `store` or `to`). */
 function withStoreOptions(command: Command, prefix: "store" | "to"): Command {
   const typeFlag = prefix === "store" ? "--store <type>" : "--to <type>";
-  return command
-    .addOption(
-      new Option(
-        typeFlag,
-        `vector store${prefix === "store" ? " (default sqlite, the embedded one)" : ""}`,
-      ).choices([...VECTOR_STORE_TYPES]),
-    )
-    .option(
-      `--${prefix}-url <url>`,
-      "server URL: postgres://user:pass@host/db, http://host:6333 (Qdrant), http://host:8000 (Chroma)",
-    )
-    .option(
-      `--${prefix}-index <name>`,
-      "Pinecone index (the KB is a namespace of it; key from $PINECONE_API_KEY)",
-    )
-    .option(`--${prefix}-schema <name>`, "PostgreSQL schema (default kl)")
-    .option(`--${prefix}-collection <name>`, "collection, table or namespace (default kb_<name>)");
+  command.addOption(
+    new Option(
+      typeFlag,
+      `vector store${prefix === "store" ? " (default sqlite, the embedded one)" : ""}`,
+    ).choices([...VECTOR_STORE_TYPES]),
+  );
+  // One flag per setting of the stores' registry (API keys come from the environment).
+  for (const f of storeSettingFlags(prefix)) {
+    const option = new Option(`--${prefix}-${f.flag} ${f.placeholder}`, f.help);
+    command.addOption(f.parse ? option.argParser(f.parse) : option);
+  }
+  return command;
 }
 
 /** The vector-store config of {@link withStoreOptions}' flags, or undefined when no type is given. */
@@ -205,16 +207,12 @@ function storeOption(o: Record<string, unknown>, prefix: "store" | "to"): Vector
   const type = o[prefix] as VectorStoreType | undefined;
   if (!type) return undefined;
   const key = (name: string) => `${prefix}${name}`;
-  const config: VectorStoreConfig = { type };
-  const copy = (field: "url" | "index" | "schema" | "collection", flag: string): void => {
-    const value = o[key(flag)];
-    if (typeof value === "string") config[field] = value;
-  };
-  copy("url", "Url");
-  copy("index", "Index");
-  copy("schema", "Schema");
-  copy("collection", "Collection");
-  return config;
+  const config: Record<string, unknown> = { type };
+  for (const f of storeSettingFlags(prefix)) {
+    const value = o[key(f.attribute)];
+    if (value !== undefined) config[f.setting] = value;
+  }
+  return config as unknown as VectorStoreConfig;
 }
 
 /** The embedding settings of `--embedding-*` flags (keys come from the environment, not flags). */
@@ -283,26 +281,6 @@ const megabytes = (value: string): number => {
   return Math.round(n * 1024 * 1024);
 };
 
-/** The reranker config given by `--reranker*` options, or undefined. */
-function rerankerOption(o: {
-  reranker?: string;
-  rerankerModel?: string;
-  rerankerUrl?: string;
-}): RerankerConfig | undefined {
-  if (!o.reranker) return undefined;
-  const model = o.rerankerModel ?? "";
-  switch (o.reranker) {
-    case "cross-encoder":
-      return { type: "cross-encoder", model };
-    case "cohere":
-      return { type: "cohere", model, ...(o.rerankerUrl ? { baseUrl: o.rerankerUrl } : {}) };
-    case "llm":
-      return { type: "llm", model, baseUrl: o.rerankerUrl ?? "" };
-    default:
-      return { type: o.reranker as "auto" | "none" | "sentence-max-sim" };
-  }
-}
-
 /** Adds the extraction options shared by `kb create`, `extract` and `chunk`. */
 function withExtractionOptions(command: Command): Command {
   return command
@@ -367,10 +345,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
       "embedding provider (default bundled, the offline model)",
     ).choices([...EMBEDDING_PROVIDERS]),
   )
-  .option(
-    "--embedding-model <model>",
-    "embedding model: use-lite, use-lite-int8 or use-lite-static (bundled), a model folder or Hugging Face id (local), a provider model name",
-  )
+  .option("--embedding-model <model>", embeddingModelHelp())
   .option("--embedding-url <url>", "embedding endpoint base URL (openai-compatible, TEI, proxies)")
   .option(
     "--embedding-api-key-env <name>",
@@ -389,17 +364,9 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
       "hybrid fusion: weighted (default: min-max normalised scores) or rrf (reciprocal rank fusion)",
     ).choices(["rrf", "weighted"]),
   )
-  .addOption(
-    new Option(
-      "--reranker <type>",
-      "reranker of hybrid_rerank/advanced (default auto); cross-encoder needs --reranker-model",
-    ).choices(["auto", "none", "sentence-max-sim", "cross-encoder", "cohere", "llm"]),
-  )
-  .option(
-    "--reranker-model <model>",
-    "cross-encoder model folder (or Hugging Face id), Cohere or LLM model name",
-  )
-  .option("--reranker-url <url>", "base URL of the Cohere or OpenAI-compatible endpoint")
+  .addOption(new Option("--reranker <type>", rerankerHelp()).choices([...RERANKER_TYPES]))
+  .option("--reranker-model <model>", rerankerSettingHelp("model"))
+  .option("--reranker-url <url>", rerankerSettingHelp("baseUrl"))
   .option(
     "--min-score <s>",
     "default minimum final score of results (0 = no threshold)",

@@ -23,8 +23,8 @@ import multipart from "@fastify/multipart";
 import swagger from "@fastify/swagger";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { INLINE_DOCUMENT_SEPARATOR, routeText } from "../agent/routing.js";
-import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
-import { BUNDLED_MODELS } from "../embed/bundled-models.js";
+import { type KnowledgeBaseConfig, type RetrievalMode, VECTOR_STORES } from "../config.js";
+import { EMBEDDING_PROVIDER_REGISTRY } from "../embed/registry.js";
 import { ExtractionError } from "../errors.js";
 import { DEFAULT_EXTRACTION_LIMITS } from "../extract/contract.js";
 import { extractBytes } from "../extract/index.js";
@@ -38,6 +38,7 @@ import type {
   KnowledgeLayer,
   SearchResponse,
 } from "../knowledge-layer.js";
+import { RERANKERS } from "../rerank/registry.js";
 import {
   type Filter,
   type FilterScalar,
@@ -47,6 +48,7 @@ import {
 } from "../retrieve/filter.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import { redactSecrets } from "../secrets.js";
+import { offlineNamesOf, type Registry } from "../settings.js";
 import { attachedKbs, overridesOf } from "./agents.js";
 import { AgentConversations, type ContextRequest, type TurnInput } from "./conversations.js";
 import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
@@ -946,8 +948,15 @@ function duplicateUploadMessage(
 
 const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Reranker types that run offline on the bundled model. */
-const OFFLINE_RERANKERS = ["auto", "none", "sentence-max-sim"];
+/** Reranker types that run offline on the bundled model (from the rerankers' registry). */
+const OFFLINE_RERANKERS = offlineNamesOf(RERANKERS);
+/** Embedding providers, and their models, that run offline (from the providers' registry). */
+const OFFLINE_EMBEDDING_PROVIDERS = offlineNamesOf(EMBEDDING_PROVIDER_REGISTRY);
+const OFFLINE_EMBEDDING_MODELS: readonly unknown[] = OFFLINE_EMBEDDING_PROVIDERS.flatMap(
+  (p) => (EMBEDDING_PROVIDER_REGISTRY as Registry)[p]?.settings.model?.enum ?? [],
+);
+/** Vector stores in the data directory (from the stores' registry). */
+const OFFLINE_VECTOR_STORES = offlineNamesOf(VECTOR_STORES);
 
 /**
  * Refuses settings that make the server call other services or read its files,
@@ -987,14 +996,14 @@ export function checkTenantSettings(settings: Obj, allow: boolean): void {
   if (isObject(embedding)) {
     for (const [key, value] of Object.entries(embedding)) {
       const ok =
-        (key === "provider" && value === "bundled") ||
-        (key === "model" && (BUNDLED_MODELS as readonly unknown[]).includes(value));
+        (key === "provider" && OFFLINE_EMBEDDING_PROVIDERS.includes(String(value))) ||
+        (key === "model" && OFFLINE_EMBEDDING_MODELS.includes(value));
       if (!ok) throw new HttpError(400, `embedding.${key} cannot be set: ${hint}`, `embedding.${key}`);
     }
   } else if (embedding !== undefined) throw new HttpError(400, "embedding must be an object", "embedding");
   if (isObject(vectorStore)) {
     for (const [key, value] of Object.entries(vectorStore)) {
-      if (!(key === "type" && value === "sqlite"))
+      if (!(key === "type" && OFFLINE_VECTOR_STORES.includes(String(value))))
         throw new HttpError(400, `vectorStore.${key} cannot be set: ${hint}`, `vectorStore.${key}`);
     }
   } else if (vectorStore !== undefined)
