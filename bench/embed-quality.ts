@@ -53,7 +53,7 @@ try {
       for (const set of String(values.sets).split(",")) {
         const kb = `q-${set}`;
         if (!kl.catalog.getKb(kb)) {
-          kl.createKb(kb, { chunking: { strategy: "semantic", chunkSize: 10_000 }, embedding });
+          await kl.createKb(kb, { chunking: { strategy: "semantic", chunkSize: 10_000 }, embedding });
         }
         process.stderr.write(`${variant} ${set}…\n`);
         const report = await evaluateBeir(kl, join(IR, set), {

@@ -147,7 +147,7 @@ async function runChild(route: string): Promise<void> {
     const { KnowledgeLayer } = await import("../src/knowledge-layer.js");
     const dataDir = mkdtempSync(join(tmpdir(), "kl-bench-embed-"));
     const kl = KnowledgeLayer.open({ dataDir });
-    kl.createKb("bench", {
+    await kl.createKb("bench", {
       embedding:
         route === "ingest"
           ? { provider: "bundled", model: "use-lite" }

@@ -37,7 +37,7 @@ try {
   const started = performance.now();
   const summary = await kl.ingest(paths, { embed: false });
   const seconds = (performance.now() - started) / 1000;
-  const counts = kl.counts("default");
+  const counts = await kl.counts("default");
   const errorsByReason: Record<string, number> = {};
   for (const e of summary.errors)
     errorsByReason[reasonClass(e.reason)] = (errorsByReason[reasonClass(e.reason)] ?? 0) + 1;

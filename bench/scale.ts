@@ -336,7 +336,7 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
   installEmbedClock(job.baseUrl);
   const kl = KnowledgeLayer.open({ dataDir: job.dataDir, cache: { type: "none" } });
   try {
-    kl.createKb(KB, {
+    await kl.createKb(KB, {
       embedding: {
         provider: "openai-compatible",
         model: HASH_MODEL,

@@ -1,9 +1,24 @@
 import { validateChunkingConfig } from "./chunk/spans.js";
-import { EMBEDDING_PROVIDERS, type EmbeddingProviderConfig } from "./embed/config.js";
+import type { EmbeddingProviderConfig } from "./embed/config.js";
+import {
+  COMMON_EMBEDDING_SETTINGS,
+  EMBEDDING_PROVIDER_REGISTRY,
+  EMBEDDING_PROVIDERS,
+} from "./embed/registry.js";
 import { ConfigError } from "./errors.js";
 import { DEFAULT_EXTRACTION_LIMITS, type ExtractOptions, resolveExtractOptions } from "./extract/contract.js";
 import { HTTP_SCHEMES, urlProblem } from "./http.js";
+import { RERANKER_TYPES, rerankerOf } from "./rerank/registry.js";
 import { ANALYZERS, type Analyzer } from "./retrieve/tokenizer.js";
+import { allSettings, indefiniteArticle, type SettingSchema } from "./settings.js";
+import {
+  COMMON_STORE_SETTINGS,
+  VECTOR_STORES,
+  type VectorStoreType,
+  vectorStoreOf,
+} from "./store/registry.js";
+
+export { COMMON_STORE_SETTINGS, VECTOR_STORES, type VectorStoreType } from "./store/registry.js";
 
 /** Chunking strategies. `auto` picks one per source type (see `chunk/index.ts`). */
 export type ChunkingStrategy =
@@ -123,14 +138,15 @@ export type EmbeddingConfig = EmbeddingProviderConfig & {
   batchSize: number;
 };
 
-/** Model used when a KB names a provider but no model (`openai-compatible` has none: its model is required). */
-export const DEFAULT_EMBEDDING_MODELS: Readonly<Record<string, string>> = {
-  bundled: "use-lite",
-  local: "Xenova/all-MiniLM-L6-v2",
-  openai: "text-embedding-3-small",
-  cohere: "embed-english-v3.0",
-  huggingface: "sentence-transformers/all-MiniLM-L6-v2",
-};
+/**
+ * Model used when a KB names a provider but no model, from the providers' registry
+ * (`embed/registry.ts`; `openai-compatible` has none: its model is required).
+ */
+export const DEFAULT_EMBEDDING_MODELS: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(EMBEDDING_PROVIDER_REGISTRY).flatMap(([name, p]) =>
+    p.defaultModel === undefined ? [] : [[name, p.defaultModel]],
+  ),
+);
 
 /**
  * A KB's embedding config from partial settings: the bundled default when no
@@ -150,43 +166,17 @@ export function embeddingConfig(partial: Partial<Record<string, unknown>> = {}):
   return { ...partial, provider, model, batchSize: partial.batchSize ?? 32 } as EmbeddingConfig;
 }
 
-/** Every field some embedding provider accepts (unknown fields are rejected). */
+/** Every field some embedding provider accepts (unknown fields are rejected), from the providers' registry. */
 const EMBEDDING_FIELDS = [
   "provider",
-  "model",
-  "batchSize",
-  "dimension",
-  "baseUrl",
-  "apiKey",
-  "timeoutMs",
-  "maxRetries",
-  "queryPrefix",
-  "documentPrefix",
-  "longText",
-  "workers",
-  "runtime",
-  "pooling",
-  "maxLength",
-  "threads",
-  "dtype",
-  "allowDownload",
-  "maxBatchTokens",
-  "truncate",
-  "sendDimensions",
-  "maxInputTokens",
+  ...Object.keys(allSettings(EMBEDDING_PROVIDER_REGISTRY, COMMON_EMBEDDING_SETTINGS)),
 ];
 
-/** Vector store backends; `sqlite` is the embedded default in the data directory. */
-export type VectorStoreType = "sqlite" | "pgvector" | "qdrant" | "pinecone" | "chroma";
+/** Every {@link VectorStoreType}: the names of the stores' registry (`store/registry.ts`). */
+export const VECTOR_STORE_TYPES = Object.keys(VECTOR_STORES) as readonly VectorStoreType[];
 
-/** Every {@link VectorStoreType}. */
-export const VECTOR_STORE_TYPES: readonly VectorStoreType[] = [
-  "sqlite",
-  "pgvector",
-  "qdrant",
-  "pinecone",
-  "chroma",
-];
+/** Every setting some vector store accepts, with the ones all accept (`collection`) first. */
+export const VECTOR_STORE_SETTINGS = allSettings(VECTOR_STORES, COMMON_STORE_SETTINGS);
 
 /**
  * Where a knowledge base keeps its vectors. Fields beyond `type` apply to some backends:
@@ -218,47 +208,51 @@ export function validateVectorStore(
   vs: VectorStoreConfig,
   fail: (field: string, problem: string) => never,
 ): void {
-  if (!VECTOR_STORE_TYPES.includes(vs.type)) {
+  const store = vectorStoreOf(vs.type);
+  if (!store) {
     fail(
       "vectorStore.type",
       `"${String(vs.type)}" is not a vector store; use one of ${VECTOR_STORE_TYPES.join(", ")}`,
     );
   }
-  const needs: Partial<Record<VectorStoreType, (keyof VectorStoreConfig)[]>> = {
-    pgvector: ["url"],
-    qdrant: ["url"],
-    chroma: ["url"],
-    pinecone: ["index"],
-  };
-  for (const field of needs[vs.type] ?? []) {
-    const value = vs[field];
-    if (typeof value !== "string" || value.trim() === "")
+  const given = vs as unknown as Record<string, unknown>;
+  for (const [field, setting] of Object.entries(store.settings)) {
+    const value = given[field];
+    if (setting.required && setting.type === "string" && (typeof value !== "string" || value.trim() === ""))
       fail(`vectorStore.${field}`, `is required for ${vs.type}`);
   }
-  for (const field of ["collection", "url", "apiKey", "schema", "index"] as const) {
-    const value = vs[field];
-    if (value !== undefined && (typeof value !== "string" || value.trim() === "")) {
+  for (const [field, setting] of Object.entries(VECTOR_STORE_SETTINGS)) {
+    const value = given[field];
+    if (
+      setting.type === "string" &&
+      value !== undefined &&
+      (typeof value !== "string" || value.trim() === "")
+    ) {
       fail(`vectorStore.${field}`, "must be a non-empty string");
     }
   }
-  if (vs.type === "sqlite" && vs.url !== undefined)
-    fail("vectorStore.url", "does not apply to sqlite (the embedded store)");
-  if (vs.url !== undefined) {
-    const allowed = vs.type === "pgvector" ? ["postgres:", "postgresql:"] : ["http:", "https:"];
+  if (vs.url !== undefined && !Object.hasOwn(store.settings, "url"))
+    fail("vectorStore.url", `does not apply to ${vs.type} (${store.summary})`);
+  const urlSetting = (store.settings as Record<string, SettingSchema | undefined>).url;
+  if (vs.url !== undefined && urlSetting?.schemes) {
+    const allowed: readonly string[] = urlSetting.schemes;
     const problem = urlProblem(vs.url, { schemes: allowed, credentials: true });
     const protocol = /^([a-z][a-z0-9+.-]*:)\/\//i.exec(vs.url)?.[1]?.toLowerCase();
     if (problem !== undefined && protocol !== undefined && !allowed.includes(protocol)) {
       fail("vectorStore.url", `"${protocol}" URLs do not work with ${vs.type}; use ${allowed.join(" or ")}`);
     }
     if (problem !== undefined) {
-      fail(
-        "vectorStore.url",
-        `${problem} (${vs.type} expects e.g. ${vs.type === "pgvector" ? "postgres://user@host:5432/db" : "http://host:port"})`,
-      );
+      fail("vectorStore.url", `${problem} (${vs.type} expects e.g. ${urlSetting.example ?? "a URL"})`);
     }
   }
-  if (vs.timeoutMs !== undefined && !(Number.isInteger(vs.timeoutMs) && vs.timeoutMs > 0)) {
-    fail("vectorStore.timeoutMs", `must be a positive integer (got ${vs.timeoutMs})`);
+  for (const [field, setting] of Object.entries(VECTOR_STORE_SETTINGS)) {
+    const value = given[field];
+    if (
+      setting.type === "integer" &&
+      value !== undefined &&
+      !(Number.isInteger(value) && (value as number) > 0)
+    )
+      fail(`vectorStore.${field}`, `must be a positive integer (got ${String(value)})`);
   }
 }
 
@@ -450,7 +444,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
     "reuseSentenceEmbeddings",
   ],
   embedding: EMBEDDING_FIELDS,
-  vectorStore: ["type", "collection", "url", "apiKey", "schema", "index", "timeoutMs"],
+  vectorStore: ["type", ...Object.keys(VECTOR_STORE_SETTINGS)],
   retrieval: [
     "mode",
     "vectorTopK",
@@ -587,21 +581,20 @@ export function validateKbConfig(config: KnowledgeBaseConfig): KnowledgeBaseConf
   checkInt(r.expansionVariants, "retrieval.expansionVariants", 1, fail);
   if (r.expansionVariants > 4)
     fail("retrieval.expansionVariants", `must be at most 4 (got ${r.expansionVariants})`);
-  const rerankTypes = ["auto", "none", "sentence-max-sim", "cross-encoder", "cohere", "llm"];
-  if (!r.reranker || !rerankTypes.includes(r.reranker.type)) {
-    fail(
+  const rerankerImpl = r.reranker ? rerankerOf(String(r.reranker.type)) : undefined;
+  if (!rerankerImpl) {
+    return fail(
       "retrieval.reranker.type",
-      `must be one of ${rerankTypes.join(", ")} (got ${JSON.stringify(r.reranker?.type)})`,
+      `must be one of ${RERANKER_TYPES.join(", ")} (got ${JSON.stringify(r.reranker?.type)})`,
     );
   }
-  if (
-    (r.reranker.type === "cross-encoder" || r.reranker.type === "cohere" || r.reranker.type === "llm") &&
-    !r.reranker.model
-  ) {
-    fail("retrieval.reranker.model", `is required for a ${r.reranker.type} reranker`);
+  for (const [field, setting] of Object.entries(rerankerImpl.settings)) {
+    if (setting.required && !(r.reranker as unknown as Record<string, unknown>)[field])
+      fail(
+        `retrieval.reranker.${field}`,
+        `is required for ${indefiniteArticle(r.reranker.type)} ${r.reranker.type} reranker`,
+      );
   }
-  if (r.reranker.type === "llm" && !r.reranker.baseUrl)
-    fail("retrieval.reranker.baseUrl", "is required for an llm reranker");
   const reranker = r.reranker as { baseUrl?: unknown };
   if (reranker.baseUrl !== undefined) {
     const problem = urlProblem(reranker.baseUrl, { schemes: HTTP_SCHEMES, credentials: false });

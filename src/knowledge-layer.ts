@@ -48,11 +48,11 @@ import { redactText } from "./secrets.js";
 import type { Agent, AgentInput, AgentPatch, AttachmentRetrievalConfig } from "./store/agents.js";
 import type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
 import type { Catalog, DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
+import type { MemoryCatalog } from "./store/catalog-contract.js";
 import type { VectorStore } from "./store/contract.js";
 import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
 import { collectionOf, createVectorStore, describeStore } from "./store/index.js";
 import type { JobEventRecord, JobIssue, JobRecord, JobStep, JobStore, NewJob } from "./store/jobs.js";
-import type { MemoryStore } from "./store/memories.js";
 
 export type {
   JobEventRecord,
@@ -77,7 +77,7 @@ import type { DocumentMetadata, ExtractedDocument } from "./types.js";
 export type { Agent, AgentInput, AgentPatch, Attachment, AttachmentRetrievalConfig } from "./store/agents.js";
 export type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
 export type { DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
-export type { CatalogBackend } from "./store/catalog-contract.js";
+export type { CatalogBackend, MemoryCatalog } from "./store/catalog-contract.js";
 export { collectionOf, describeStore } from "./store/index.js";
 export type { Memory, MemoryModel, MemoryStore } from "./store/memories.js";
 
@@ -388,8 +388,11 @@ export class KnowledgeLayer {
    * Creates a knowledge base from the defaults overridden by `overrides`.
    * @throws ConfigError if it exists already or the configuration is invalid.
    */
-  createKb(name: string, overrides: DeepPartial<Omit<KnowledgeBaseConfig, "name">> = {}): KbRecord {
-    if (this.catalog.getKb(name)) throw new ConfigError(`knowledge base "${name}" already exists`);
+  async createKb(
+    name: string,
+    overrides: DeepPartial<Omit<KnowledgeBaseConfig, "name">> = {},
+  ): Promise<KbRecord> {
+    if (await this.backend.kbs.get(name)) throw new ConfigError(`knowledge base "${name}" already exists`);
     const base = defaultKbConfig(name);
     const config: KnowledgeBaseConfig = {
       name,
@@ -417,9 +420,9 @@ export class KnowledgeLayer {
     }
     validateKbConfig(config);
     checkEmbedder(config);
-    this.checkCollectionFree(config);
+    await this.checkCollectionFree(config);
     checkReranker(config);
-    return this.catalog.insertKb(config);
+    return this.backend.kbs.insert(config);
   }
 
   /**
@@ -430,14 +433,14 @@ export class KnowledgeLayer {
    * @throws KnowledgeLayerError for an unknown KB; ConfigError naming the field
    *   (`knowledge base "x": retrieval.analyzer …`) for an invalid or fixed setting.
    */
-  updateKb(name: string, update: KbUpdate): KbRecord {
-    const kb = this.catalog.getKb(name);
+  async updateKb(name: string, update: KbUpdate): Promise<KbRecord> {
+    const kb = await this.backend.kbs.get(name);
     if (!kb) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
     const next: KnowledgeBaseConfig = { ...kb.config };
     if (update.retrieval) {
       const analyzer = update.retrieval.analyzer;
       if (analyzer !== undefined && analyzer !== kb.config.retrieval.analyzer) {
-        const { documents } = this.catalog.counts(name);
+        const { documents } = await this.backend.kbs.counts(name);
         if (documents > 0)
           throw new ConfigError(
             `knowledge base "${name}": retrieval.analyzer is fixed once documents are indexed (it has ${documents}); create a new knowledge base to change it`,
@@ -448,44 +451,45 @@ export class KnowledgeLayer {
     if (update.extraction) next.extraction = mergeExtraction(name, kb.config.extraction, update.extraction);
     validateKbConfig(next);
     checkReranker(next);
-    this.catalog.updateKbConfig(next);
-    return this.catalog.getKb(name) as KbRecord;
+    await this.backend.kbs.updateConfig(next);
+    return (await this.backend.kbs.get(name)) as KbRecord;
   }
 
   /**
    * A knowledge base, or undefined when there is none of that name. Unlike
    * {@link getKb} it never creates the default KB and never throws.
    */
-  findKb(name: string): KbRecord | undefined {
-    return this.catalog.getKb(name);
+  findKb(name: string): Promise<KbRecord | undefined> {
+    return this.backend.kbs.get(name);
   }
 
   /**
    * The knowledge bases that exist, by name, without counts. Unlike {@link listKbs} it
    * does not create the default KB.
    */
-  knowledgeBases(): KbRecord[] {
-    return this.catalog.listKbs();
+  knowledgeBases(): Promise<KbRecord[]> {
+    return this.backend.kbs.list();
   }
 
   /**
    * Returns a knowledge base. The default KB is created on first use.
    * @throws KnowledgeLayerError naming an unknown KB and the existing ones.
    */
-  getKb(name: string = DEFAULT_KB): KbRecord {
-    const kb = this.catalog.getKb(name);
+  async getKb(name: string = DEFAULT_KB): Promise<KbRecord> {
+    const kb = await this.backend.kbs.get(name);
     if (kb) return kb;
-    if (name === DEFAULT_KB) return this.catalog.insertKb(defaultKbConfig(DEFAULT_KB));
-    const known = this.catalog.listKbs().map((k) => k.name);
+    if (name === DEFAULT_KB) return this.backend.kbs.insert(defaultKbConfig(DEFAULT_KB));
+    const known = (await this.backend.kbs.list()).map((k) => k.name);
     throw new KnowledgeLayerError(
       `unknown knowledge base "${name}"${known.length ? ` (existing: ${known.join(", ")})` : ""}; create it with: kl kb create ${name}`,
     );
   }
 
   /** Lists knowledge bases with their document and chunk counts (the default KB always appears). */
-  listKbs(): (KbRecord & { counts: KbCounts })[] {
-    this.getKb(DEFAULT_KB);
-    return this.catalog.listKbs().map((kb) => ({ ...kb, counts: this.catalog.counts(kb.name) }));
+  async listKbs(): Promise<(KbRecord & { counts: KbCounts })[]> {
+    await this.getKb(DEFAULT_KB);
+    const kbs = await this.backend.kbs.list();
+    return Promise.all(kbs.map(async (kb) => ({ ...kb, counts: await this.backend.kbs.counts(kb.name) })));
   }
 
   /**
@@ -495,7 +499,7 @@ export class KnowledgeLayer {
    * @throws KnowledgeLayerError for an unknown KB.
    */
   async deleteKb(name: string, options: { force?: boolean } = {}): Promise<{ warning?: string }> {
-    const kb = this.catalog.getKb(name);
+    const kb = await this.backend.kbs.get(name);
     if (!kb) throw new KnowledgeLayerError(`unknown knowledge base "${name}"`);
     const collection = collectionOf(kb.config);
     if (kb.config.vectorStore.type === "sqlite") {
@@ -546,9 +550,9 @@ export class KnowledgeLayer {
    * uses on the same store (deleting one would drop the other's vectors).
    * @throws ConfigError naming the other KB.
    */
-  private checkCollectionFree(config: KnowledgeBaseConfig): void {
+  private async checkCollectionFree(config: KnowledgeBaseConfig): Promise<void> {
     const collection = collectionOf(config);
-    for (const other of this.catalog.listKbs()) {
+    for (const other of await this.backend.kbs.list()) {
       if (other.name === config.name) continue;
       if (
         sameStore(other.config.vectorStore, config.vectorStore) &&
@@ -577,14 +581,14 @@ export class KnowledgeLayer {
     to: VectorStoreConfig,
     options: { dropSource?: boolean; onProgress?: (p: FillProgress) => void } = {},
   ): Promise<FillProgress & { from: string; to: string }> {
-    const kb = this.getKb(name);
+    const kb = await this.getKb(name);
     // Without a collection name the target's is derived from the KB (stable, so a rerun resumes).
     const target: KnowledgeBaseConfig = {
       ...kb.config,
       vectorStore: withOwnCollection(name, { ...to }, this.kbTag(kb)),
     };
     validateKbConfig(target);
-    this.checkCollectionFree(target);
+    await this.checkCollectionFree(target);
     const sourceCollection = collectionOf(kb.config);
     const targetCollection = collectionOf(target);
     const from = describeStore(kb.config.vectorStore);
@@ -640,7 +644,7 @@ export class KnowledgeLayer {
         throw err;
       }
     }
-    this.catalog.updateKbConfig(target);
+    await this.backend.kbs.updateConfig(target);
     if (options.dropSource && info) await source.dropCollection(sourceCollection);
     return { ...progress, from, to: dest };
   }
@@ -661,7 +665,7 @@ export class KnowledgeLayer {
     settings: Partial<KnowledgeBaseConfig["embedding"]>,
     options: { keepOld?: boolean; onProgress?: (p: FillProgress) => void } = {},
   ): Promise<FillProgress & { collection: string; dimension: number }> {
-    const kb = this.getKb(name);
+    const kb = await this.getKb(name);
     const old = kb.config;
     const embedding = embeddingConfig(defined(settings));
     // The KB's collection name without an earlier model tag: deterministic, so a rerun resumes.
@@ -727,8 +731,8 @@ export class KnowledgeLayer {
   }
 
   /** Document and chunk counts of one KB. */
-  counts(name: string): KbCounts {
-    return this.catalog.counts(this.getKb(name).name);
+  async counts(name: string): Promise<KbCounts> {
+    return this.backend.kbs.counts((await this.getKb(name)).name);
   }
 
   /**
@@ -745,7 +749,7 @@ export class KnowledgeLayer {
     limit?: number;
     offset?: number;
     metadata?: false;
-  }): DocumentRecord[];
+  }): Promise<DocumentRecord[]>;
   /** {@link listDocuments} with each document's metadata (as `kl docs show` prints it). */
   listDocuments(options: {
     kb?: string;
@@ -754,7 +758,7 @@ export class KnowledgeLayer {
     limit?: number;
     offset?: number;
     metadata: true;
-  }): DocumentDetails[];
+  }): Promise<DocumentDetails[]>;
   listDocuments(
     options: {
       kb?: string;
@@ -764,9 +768,9 @@ export class KnowledgeLayer {
       offset?: number;
       metadata?: boolean;
     } = {},
-  ): DocumentRecord[] {
+  ): Promise<DocumentRecord[]> {
     const filter = options.filter === undefined ? undefined : parseFilter(options.filter);
-    return this.catalog.listDocuments(options.kb, { ...options, filter });
+    return this.backend.documents.list(options.kb, { ...options, filter });
   }
 
   /**
@@ -805,8 +809,8 @@ export class KnowledgeLayer {
    * The documents of a KB that came from source `uri`: the document of that uri and its
    * child documents (`<uri>#…`: attachments, messages of a mailbox), by id.
    */
-  documentsOfSource(kb: string, uri: string): DocumentRecord[] {
-    return this.catalog.documentsOfSource(kb, uri);
+  documentsOfSource(kb: string, uri: string): Promise<DocumentRecord[]> {
+    return this.backend.documents.ofSource(kb, uri);
   }
 
   /** The extracted text of a document (the text chunk offsets refer to); empty for an unknown id. */
@@ -824,7 +828,7 @@ export class KnowledgeLayer {
    *   cannot be reached.
    */
   async deleteDocuments(kb: string, ids: readonly number[]): Promise<number> {
-    const record = this.catalog.getKb(kb);
+    const record = await this.backend.kbs.get(kb);
     if (!record) throw new KnowledgeLayerError(`unknown knowledge base "${kb}"`);
     if (ids.length === 0) return 0;
     return removeDocuments(
@@ -929,12 +933,11 @@ export class KnowledgeLayer {
   }
 
   /**
-   * The conversation-memory rows (`agent/memory.ts` builds recall on them), their tables
-   * created on first use. Synchronous, SQLite-bound: `ConversationMemory`'s `list` and
-   * `forget` are synchronous (the contract's asynchronous form is `CatalogBackend.memories`).
+   * The conversation memories of the catalog (`agent/memory.ts` builds recall on them):
+   * the asynchronous `MemoryCatalog` section of the catalog contract.
    */
-  get memories(): MemoryStore {
-    return this.backend.memoryRows();
+  get memories(): MemoryCatalog {
+    return this.backend.memories;
   }
 
   /** Ingests files and folders into a KB (see `ingest/pipeline.ts`). */
@@ -959,33 +962,33 @@ export class KnowledgeLayer {
   // ---- durable ingest jobs (the HTTP API's uploads; see store/jobs.ts) ----
 
   /** Stores a new `queued` ingest job with its uploaded files (one transaction); returns it. */
-  createJob(job: NewJob): JobRecord {
-    return this.jobs.create(job);
+  createJob(job: NewJob): Promise<JobRecord> {
+    return this.backend.jobs.create(job);
   }
 
   /** A stored ingest job by id, or undefined (never stored, or pruned). */
-  getJob(id: string): JobRecord | undefined {
-    return this.jobs.get(id);
+  getJob(id: string): Promise<JobRecord | undefined> {
+    return this.backend.jobs.get(id);
   }
 
   /** A tenant's stored ingest jobs, newest first (files without `prior` and `result`; {@link getJob} has them). */
-  listJobs(tenant: string): JobRecord[] {
-    return this.jobs.list(tenant);
+  listJobs(tenant: string): Promise<JobRecord[]> {
+    return this.backend.jobs.list(tenant);
   }
 
   /** Ingest jobs queued or running (every tenant's), in submission order: what a starting server resumes. */
-  pendingJobs(): JobRecord[] {
-    return this.jobs.pending();
+  pendingJobs(): Promise<JobRecord[]> {
+    return this.backend.jobs.pending();
   }
 
   /** Ids of the ingest jobs queued or running on a KB (catalog name), in submission order. */
-  activeJobs(kb: string): string[] {
-    return this.jobs.active(kb);
+  activeJobs(kb: string): Promise<string[]> {
+    return this.backend.jobs.active(kb);
   }
 
   /** An ingest job's stored events after event id `afterSeq` (0: all), in order. */
-  jobEvents(id: string, afterSeq = 0): JobEventRecord[] {
-    return this.jobs.events(id, afterSeq);
+  jobEvents(id: string, afterSeq = 0): Promise<JobEventRecord[]> {
+    return this.backend.jobs.events(id, afterSeq);
   }
 
   /**
@@ -993,23 +996,26 @@ export class KnowledgeLayer {
    * progress, and the event the step is. Returns the job as it now is and the event.
    * @throws Error when the job is not stored.
    */
-  advanceJob(id: string, step: JobStep): { job: JobRecord; event?: JobEventRecord } {
-    return this.jobs.advance(id, step);
+  advanceJob(id: string, step: JobStep): Promise<{ job: JobRecord; event?: JobEventRecord }> {
+    return this.backend.jobs.advance(id, step);
   }
 
   /** Documents (uri, chunks, warnings) that ingests of file `file` of a job committed (see {@link IngestOptions.job}). */
-  jobFileDocuments(id: string, file: number): { uri: string; chunks: number; warnings: JobIssue[] }[] {
-    return this.jobs.documents(id, file);
+  jobFileDocuments(
+    id: string,
+    file: number,
+  ): Promise<{ uri: string; chunks: number; warnings: JobIssue[] }[]> {
+    return this.backend.jobs.documents(id, file);
   }
 
   /** Deletes a tenant's finished ingest jobs but the newest `keep`; returns how many went. */
-  pruneJobs(tenant: string, keep: number): number {
-    return this.jobs.prune(tenant, keep);
+  pruneJobs(tenant: string, keep: number): Promise<number> {
+    return this.backend.jobs.prune(tenant, keep);
   }
 
   /** Tenants with stored ingest jobs. */
-  jobTenants(): string[] {
-    return this.jobs.tenants();
+  jobTenants(): Promise<string[]> {
+    return this.backend.jobs.tenants();
   }
 
   /**
@@ -1040,7 +1046,8 @@ export class KnowledgeLayer {
   async search(query: string, options: SearchOptions = {}): Promise<SearchResponse> {
     const started = Date.now();
     const names = options.kbs && options.kbs.length > 0 ? [...new Set(options.kbs)] : [DEFAULT_KB];
-    const kbs = names.map((n) => this.getKb(n));
+    const kbs: KbRecord[] = [];
+    for (const n of names) kbs.push(await this.getKb(n));
     const first = kbs[0] as KbRecord;
     const mode = parseRetrievalMode(String(options.mode ?? first.config.retrieval.mode));
     if (mode === undefined) {
@@ -1260,7 +1267,7 @@ export class KnowledgeLayer {
       replace: options.replaceMetadata,
     };
     checkUserMetadata(userMetadata);
-    const kb = this.getKb(options.kb ?? DEFAULT_KB);
+    const kb = await this.getKb(options.kb ?? DEFAULT_KB);
     const embed = options.embed ?? true;
     const job = options.job;
     return {

@@ -51,7 +51,7 @@ describe("ConversationMemory with the bundled embedder", () => {
 
   beforeAll(async () => {
     kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data"), cache: { type: "none" } });
-    memory = new ConversationMemory(kl);
+    memory = await ConversationMemory.open(kl);
     const turns: [string, string, string, string, string][] = [
       [
         "s1",
@@ -113,7 +113,7 @@ describe("ConversationMemory with the bundled embedder", () => {
     expect(memory.embedder.modelId).toBe("use-lite");
     expect(rows("SELECT COUNT(*) AS n FROM agent_memories")).toBe(6);
     expect(rows("SELECT COUNT(*) AS n FROM agent_memory_vectors")).toBe(6);
-    const stored = memory.list({ sessionId: "s1", threadId: "rust" });
+    const stored = await memory.list({ sessionId: "s1", threadId: "rust" });
     expect(stored).toHaveLength(1);
     const turn = stored[0];
     expect(turn?.text).toBe(
@@ -253,19 +253,19 @@ describe("ConversationMemory with the bundled embedder", () => {
   });
 
   it("forgets a thread or a whole session, with its vectors", async () => {
-    const extra = new ConversationMemory(kl);
+    const extra = await ConversationMemory.open(kl);
     await extra.remember({ sessionId: "s9", threadId: "a", user: "Hello there", assistant: "Hi!" });
     await extra.remember({ sessionId: "s9", threadId: "b", user: "Bye now", assistant: "Goodbye!" });
-    expect(extra.forget({ sessionId: "s9", threadId: "a" })).toBe(1);
-    expect(extra.list({ sessionId: "s9" }).map((m) => m.threadId)).toEqual(["b"]);
-    expect(extra.forget({ sessionId: "s9" })).toBe(1);
-    expect(extra.list({ sessionId: "s9" })).toEqual([]);
+    expect(await extra.forget({ sessionId: "s9", threadId: "a" })).toBe(1);
+    expect((await extra.list({ sessionId: "s9" })).map((m) => m.threadId)).toEqual(["b"]);
+    expect(await extra.forget({ sessionId: "s9" })).toBe(1);
+    expect(await extra.list({ sessionId: "s9" })).toEqual([]);
     expect(
       rows(
         "SELECT COUNT(*) AS n FROM agent_memory_vectors v LEFT JOIN agent_memories m ON m.id = v.memory_id WHERE m.id IS NULL",
       ),
     ).toBe(0);
-    expect(memory.list({ sessionId: "s1" })).toHaveLength(5);
+    expect(await memory.list({ sessionId: "s1" })).toHaveLength(5);
   });
 
   it("validates its input", async () => {
@@ -280,6 +280,8 @@ describe("ConversationMemory with the bundled embedder", () => {
     await expect(
       memory.remember({ sessionId: "s1", threadId: "t", user: "a", assistant: "b", at: "not a date" }),
     ).rejects.toThrow(/invalid time/);
-    expect(() => new ConversationMemory(kl, { kb: "nope" })).toThrow(/unknown knowledge base "nope"/);
+    await expect(ConversationMemory.open(kl, { kb: "nope" })).rejects.toThrow(
+      /unknown knowledge base "nope"/,
+    );
   });
 });

@@ -39,7 +39,7 @@ describe("retrieveForTurn", () => {
   beforeAll(async () => {
     kl = KnowledgeLayer.open({ dataDir: join(tmp.dir, "data"), cache: { type: "none" } });
     await kl.ingest([BORROWING, rust("ch08-02-strings.md")]);
-    memory = new ConversationMemory(kl);
+    memory = await ConversationMemory.open(kl);
     await memory.remember({
       sessionId: "s1",
       threadId: "earlier",

@@ -45,7 +45,7 @@ describe("attachSource on real files", () => {
   const tmp = tempDir();
   let kl: KnowledgeLayer;
   const count = (sql: string): number => (kl.db.prepare(sql).get() as { n: number }).n;
-  const indexed = (): { documents: number; chunks: number } => kl.counts("default");
+  const indexed = (): Promise<{ documents: number; chunks: number }> => kl.counts("default");
   const raw3000 = readFileSync(EXACT_3000, "utf8");
   /** The same Markdown with one character more: "!" before the final newline. */
   const raw3001 = raw3000.replace(/\n$/, "!\n");
@@ -76,7 +76,7 @@ describe("attachSource on real files", () => {
     expect(go.route === "inline" && go.documents[0]?.metadata.language).toBe("go");
 
     // Nothing was chunked, embedded or stored.
-    expect(indexed()).toMatchObject({ documents: 0, chunks: 0 });
+    expect(await indexed()).toMatchObject({ documents: 0, chunks: 0 });
     expect(count("SELECT COUNT(*) AS n FROM documents")).toBe(0);
     expect(count("SELECT COUNT(*) AS n FROM embedding_cache")).toBe(0);
   });
@@ -85,7 +85,7 @@ describe("attachSource on real files", () => {
     const bytes3000 = new TextEncoder().encode(raw3000);
     const inline = await attachSource(kl, { name: "release-profiles.md", bytes: bytes3000 });
     expect(inline).toMatchObject({ route: "inline", chars: 3000 });
-    expect(indexed().documents).toBe(0);
+    expect((await indexed()).documents).toBe(0);
 
     const bytes3001 = new TextEncoder().encode(raw3001);
     const result = await attachSource(kl, { name: "release-profiles.md", bytes: bytes3001 });
@@ -97,7 +97,7 @@ describe("attachSource on real files", () => {
     expect(result.summary).toMatchObject({ added: 1, documents: 1, errors: [] });
     expect(result.summary.chunks).toBeGreaterThan(0);
     expect(result.summary.embedded.computed).toBeGreaterThan(0);
-    expect(indexed()).toMatchObject({ documents: 1, chunks: result.summary.chunks });
+    expect(await indexed()).toMatchObject({ documents: 1, chunks: result.summary.chunks });
 
     const { results } = await kl.search("What are the default opt-level settings for dev and release?", {
       topK: 3,
@@ -120,18 +120,18 @@ describe("attachSource on real files", () => {
     expect(result).toBeInstanceOf(KnowledgeLayerError);
     expect(String(result)).toMatch(/unknown knowledge base "profiles"/);
 
-    kl.createKb("profiles");
+    await kl.createKb("profiles");
     const attached = await attachSource(kl, { path }, { kb: "profiles" });
     expect(attached).toMatchObject({ route: "retrieve", kb: "profiles", chars: 3001, uris: [path] });
-    expect(kl.counts("profiles").documents).toBe(1);
+    expect((await kl.counts("profiles")).documents).toBe(1);
 
     // The boundary follows the limit: 3,001 characters inline at 3,001, 3,000 retrieve at 2,999.
     expect(await attachSource(kl, { path }, { inlineLimit: 3001 })).toMatchObject({ route: "inline" });
-    const before = kl.counts("default").documents;
+    const before = (await kl.counts("default")).documents;
     const small = await attachSource(kl, { path: EXACT_3000 }, { inlineLimit: 2999, kb: "profiles" });
     expect(small).toMatchObject({ route: "retrieve", chars: 3000, limit: 2999 });
-    expect(kl.counts("profiles").documents).toBe(2);
-    expect(kl.counts("default").documents).toBe(before);
+    expect((await kl.counts("profiles")).documents).toBe(2);
+    expect((await kl.counts("default")).documents).toBe(before);
   });
 
   it("indexes a long file and finds its passages", async () => {

@@ -6,6 +6,11 @@
  * - import a store's internals (anything under `src/store/`, the keyword index, the
  *   embedding cache, a database driver) — the facade re-exports the types they need;
  * - reach the facade's internals (`kl.db`, `kl.catalog`, `kl.store`, `kl.bm25`);
+ * - use a facade member that is not an adapter operation ({@link ADAPTER_OPERATIONS}:
+ *   each asynchronous, so the catalog behind it may be a database over the network; a
+ *   synchronous one reads the SQLite classes), beyond the few synchronous members of
+ *   {@link SYNCHRONOUS_MEMBERS} that read no catalog row; and hold the facade under
+ *   another name than `kl` (so every use of it is seen);
  * - run SQL: `.prepare(`, `.pragma(`, `.transaction(`, `.exec(` on anything but a
  *   regular expression, or a string holding an SQL statement.
  *
@@ -40,6 +45,73 @@ const FORBIDDEN_MODULES: { test: (target: string) => boolean; what: string }[] =
 const FACADE_INTERNALS = new Set(["db", "catalog", "store", "bm25"]);
 /** Of those, names no adapter has another use for: flagged on any receiver. */
 const INTERNALS_ON_ANY_RECEIVER = new Set(["db", "catalog", "bm25"]);
+
+/**
+ * The facade operations adapters may call. Each must be declared asynchronous in
+ * `knowledge-layer.ts` (`async`, or every overload returning a `Promise`): checked below.
+ */
+const ADAPTER_OPERATIONS = new Set([
+  // knowledge bases
+  "getKb",
+  "findKb",
+  "knowledgeBases",
+  "listKbs",
+  "createKb",
+  "updateKb",
+  "deleteKb",
+  "migrateKb",
+  "reembedKb",
+  "counts",
+  // ingest and search
+  "ingest",
+  "ingestDocuments",
+  "search",
+  // documents
+  "listDocuments",
+  "countDocuments",
+  "getDocument",
+  "getDocumentByUri",
+  "documentsAtPath",
+  "documentsOfSource",
+  "documentText",
+  "deleteDocuments",
+  "checkHealth",
+  // API keys, agents
+  "createApiKey",
+  "listApiKeys",
+  "revokeApiKey",
+  "tenantOfApiKey",
+  "createAgent",
+  "listAgents",
+  "getAgent",
+  "updateAgent",
+  "deleteAgent",
+  "attachKb",
+  "detachKb",
+  // durable ingest jobs of the HTTP API
+  "createJob",
+  "getJob",
+  "listJobs",
+  "pendingJobs",
+  "activeJobs",
+  "jobEvents",
+  "advanceJob",
+  "jobFileDocuments",
+  "pruneJobs",
+  "jobTenants",
+  "close",
+]);
+
+/**
+ * Synchronous facade members adapters may use, with the reason each reads no catalog row.
+ * A member typed as a section of the catalog contract (`store/catalog-contract.ts`) must
+ * be one whose every method returns a `Promise` (checked below).
+ */
+const SYNCHRONOUS_MEMBERS: Record<string, string> = {
+  dataDir: "the data directory's path (the HTTP API keeps uploads under it)",
+  embedder: "builds (and caches) the embedder of a configuration; its embedding calls are asynchronous",
+  memories: "the conversation memories: the asynchronous MemoryCatalog section of the catalog contract",
+};
 
 /** Calls that run SQL on a better-sqlite3 connection. */
 const SQL_CALLS = new Set(["prepare", "pragma", "transaction", "exec"]);
@@ -92,6 +164,17 @@ function violations(file: string, text: string): string[] {
     if (rule) report(node, `imports ${rule.what}: "${specifier.text}"`);
   };
   const visit = (node: ts.Node): void => {
+    if (
+      (ts.isParameter(node) || ts.isVariableDeclaration(node) || ts.isPropertyDeclaration(node)) &&
+      node.type !== undefined &&
+      node.type.getText(source) === "KnowledgeLayer" &&
+      node.name.getText(source) !== "kl"
+    ) {
+      report(
+        node,
+        `holds the facade as "${node.name.getText(source)}" (name it kl, as the import rule expects)`,
+      );
+    }
     if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) {
       checkImport(node, node.moduleSpecifier);
     } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
@@ -104,6 +187,15 @@ function violations(file: string, text: string): string[] {
       const name = node.name.text;
       if (FACADE_INTERNALS.has(name) && (INTERNALS_ON_ANY_RECEIVER.has(name) || isFacade(node.expression)))
         report(node, `reaches the facade's internal .${name} (use a public KnowledgeLayer operation)`);
+      else if (
+        isFacade(node.expression) &&
+        !ADAPTER_OPERATIONS.has(name) &&
+        !Object.hasOwn(SYNCHRONOUS_MEMBERS, name)
+      )
+        report(
+          node,
+          `uses the facade's .${name}, which is not an adapter operation (add an asynchronous one to ADAPTER_OPERATIONS)`,
+        );
     } else if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
       const { name, expression: receiver } = node.expression;
       if (
@@ -171,4 +263,81 @@ describe("adapters use the facade only", () => {
     const found = violations("src/server/sample.ts", sample).map((v) => v.replace(/: .*/, ""));
     expect(found).toEqual(Array.from({ length: 14 }, (_, i) => `src/server/sample.ts:${i + 1}`));
   });
+  it("every adapter operation of the facade is asynchronous, and the synchronous members read no catalog row", () => {
+    expect(facadeProblems()).toEqual([]);
+  });
+
+  it("catches a facade member that is not an adapter operation, and a facade under another name", () => {
+    const sample = [
+      "const kb = kl.getKb('x'); await kl.search('q'); void kl.dataDir;",
+      "kl.reranker(config);",
+      "this.kl.vectorStore(config);",
+      "function f(layer: KnowledgeLayer) {}",
+      "class C { constructor(private readonly kl: KnowledgeLayer) {} }",
+    ].join("\n");
+    const found = violations("src/cli/sample.ts", sample).map((v) => v.replace(/: .*/, ""));
+    expect(found).toEqual(["src/cli/sample.ts:2", "src/cli/sample.ts:3", "src/cli/sample.ts:4"]);
+  });
 });
+
+/**
+ * Problems of the facade's side of the rule, as `"<member>: <problem>"`: an adapter
+ * operation that is missing from the `KnowledgeLayer` class or declared synchronous, a
+ * synchronous member that is missing, or one typed as a catalog-contract section with a
+ * synchronous method.
+ */
+function facadeProblems(): string[] {
+  const parse = (file: string): ts.SourceFile =>
+    ts.createSourceFile(file, readFileSync(join(ROOT, file), "utf8"), ts.ScriptTarget.Latest, true);
+  const facade = parse("src/knowledge-layer.ts");
+  const contract = parse("src/store/catalog-contract.ts");
+  const cls = facade.statements.find(
+    (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === "KnowledgeLayer",
+  );
+  if (!cls) return ["KnowledgeLayer: class not found in src/knowledge-layer.ts"];
+  const members = new Map<string, ts.ClassElement[]>();
+  for (const m of cls.members) {
+    const name = m.name && ts.isIdentifier(m.name) ? m.name.text : undefined;
+    if (name) members.set(name, [...(members.get(name) ?? []), m]);
+  }
+  // Constructor parameter properties (`readonly dataDir: string`).
+  const ctor = cls.members.find(ts.isConstructorDeclaration);
+  for (const p of ctor?.parameters ?? [])
+    if (ts.isIdentifier(p.name) && p.modifiers?.length) members.set(p.name.text, []);
+  const sections = new Map<string, ts.InterfaceDeclaration>();
+  for (const s of contract.statements) if (ts.isInterfaceDeclaration(s)) sections.set(s.name.text, s);
+  const returnsPromise = (type: ts.TypeNode | undefined): boolean =>
+    type !== undefined && ts.isTypeReferenceNode(type) && type.typeName.getText() === "Promise";
+  const out: string[] = [];
+  for (const name of ADAPTER_OPERATIONS) {
+    const declarations = members.get(name);
+    if (!declarations?.length) {
+      out.push(`${name}: not a method of KnowledgeLayer`);
+      continue;
+    }
+    for (const d of declarations) {
+      const isAsync =
+        ts.canHaveModifiers(d) && ts.getModifiers(d)?.some((m) => m.kind === ts.SyntaxKind.AsyncKeyword);
+      if (!ts.isMethodDeclaration(d) || !(isAsync || returnsPromise(d.type)))
+        out.push(`${name}: an adapter operation must be asynchronous (async, or returning a Promise)`);
+    }
+  }
+  for (const name of Object.keys(SYNCHRONOUS_MEMBERS)) {
+    const declarations = members.get(name);
+    if (!declarations) {
+      out.push(`${name}: not a member of KnowledgeLayer`);
+      continue;
+    }
+    for (const d of declarations) {
+      const type = ts.isGetAccessorDeclaration(d) || ts.isPropertyDeclaration(d) ? d.type : undefined;
+      const section =
+        type && ts.isTypeReferenceNode(type) ? sections.get(type.typeName.getText()) : undefined;
+      for (const m of section?.members ?? [])
+        if (ts.isMethodSignature(m) && !returnsPromise(m.type))
+          out.push(
+            `${name}: ${section?.name.text}.${m.name.getText()} of the catalog contract is synchronous`,
+          );
+    }
+  }
+  return out;
+}

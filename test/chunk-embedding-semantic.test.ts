@@ -515,7 +515,7 @@ describe("ingest: chunk vectors reuse sentence vectors", () => {
   test("stored vectors are the normalised sentence means; chunks are not embedded again; the cache holds sentences only", async () => {
     const fake = new FakeEmbedder(topicVector, 5);
     const { kl } = open(fake);
-    kl.createKb("sem", { chunking: semantic });
+    await kl.createKb("sem", { chunking: semantic });
     const summary = await kl.ingestDocuments([inMemory("mem://topics")], { kb: "sem" });
     expect(summary.chunks).toBe(4);
     expect(summary.warnings).toEqual([]);
@@ -549,8 +549,8 @@ describe("ingest: chunk vectors reuse sentence vectors", () => {
   test("a second KB with the same text is served from the cache with no model call", async () => {
     const fake = new FakeEmbedder(topicVector, 5);
     const { kl } = open(fake);
-    kl.createKb("a", { chunking: semantic });
-    kl.createKb("b", { chunking: semantic });
+    await kl.createKb("a", { chunking: semantic });
+    await kl.createKb("b", { chunking: semantic });
     await kl.ingestDocuments([inMemory("mem://a")], { kb: "a" });
     const calls = fake.calls.length;
     const again = await kl.ingestDocuments([inMemory("mem://b")], { kb: "b" });
@@ -562,7 +562,7 @@ describe("ingest: chunk vectors reuse sentence vectors", () => {
   test("with reuseSentenceEmbeddings off, chunk texts are embedded by the model", async () => {
     const fake = new FakeEmbedder(topicVector, 5);
     const { kl } = open(fake);
-    kl.createKb("off", {
+    await kl.createKb("off", {
       chunking: {
         strategy: "embedding_semantic",
         embeddingSemantic: { minSize: 0, reuseSentenceEmbeddings: false },
@@ -580,7 +580,7 @@ describe("ingest: chunk vectors reuse sentence vectors", () => {
   test("--no-embed still embeds sentences (cached) so chunks are the same, and stores no vectors", async () => {
     const fake = new FakeEmbedder(topicVector, 5);
     const { kl } = open(fake);
-    kl.createKb("kw", { chunking: semantic });
+    await kl.createKb("kw", { chunking: semantic });
     const summary = await kl.ingestDocuments([inMemory("mem://kw")], { kb: "kw", embed: false });
     expect(summary.chunks).toBe(4);
     expect(summary.embedded).toEqual({ computed: 12, cached: 0, reused: 0 });
@@ -608,7 +608,7 @@ describe("ingest: chunk vectors reuse sentence vectors", () => {
       embedQuery: async () => new Float32Array(5),
     };
     const { kl } = open(failing);
-    kl.createKb("down", { chunking: semantic });
+    await kl.createKb("down", { chunking: semantic });
     const summary = await kl.ingestDocuments([inMemory("mem://down")], { kb: "down", embed: false });
     expect(summary.errors).toEqual([]);
     expect(summary.warnings).toEqual([

@@ -92,7 +92,9 @@ describe("ingest pipeline progress", () => {
       tmp.cleanup();
     });
     vi.spyOn(kl, "embedder").mockReturnValue(new CachedEmbedder(new CountingEmbedder(), kl.db));
-    kl.createKb("p", { chunking: { strategy: "fixed", chunkSize: 100, chunkOverlap: 0, minChunkSize: 1 } });
+    await kl.createKb("p", {
+      chunking: { strategy: "fixed", chunkSize: 100, chunkOverlap: 0, minChunkSize: 1 },
+    });
     // 300 documents of one ~60-character chunk each: two flushes (256 chunks), several 64-text steps.
     const docs = Array.from({ length: 300 }, (_, i) => ({
       uri: `mem://${i}`,

@@ -203,7 +203,7 @@ describe("kl ingest stopped by a signal", () => {
       expect(rest.stopped).toBeUndefined();
       expect(rest.unchanged).toBe(summary.added);
       expect(rest.added).toBe(FILES - summary.added);
-      expect(lib.counts("default").documents).toBe(FILES);
+      expect((await lib.counts("default")).documents).toBe(FILES);
     } finally {
       await lib.close();
     }

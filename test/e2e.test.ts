@@ -159,13 +159,13 @@ describe("end to end: ingest real documents and answer questions", () => {
   });
 
   it("re-ingesting unchanged files does nothing", async () => {
-    const before = kl.counts("default");
+    const before = await kl.counts("default");
     const again = await kl.ingest([rust("ch04-01-what-is-ownership.md"), KLEZ, PDF, SLACK]);
     expect(again.unchanged).toBe(4);
     expect(again.added + again.updated).toBe(0);
     expect(again.chunks).toBe(0);
     expect(again.embedded.computed).toBe(0);
-    expect(kl.counts("default")).toEqual(before);
+    expect(await kl.counts("default")).toEqual(before);
   });
 });
 
@@ -176,7 +176,7 @@ describe("re-ingest of a modified file", () => {
       const b = join(tmp.dir, "structs.md");
       copyFileSync(rust("ch04-03-slices.md"), a);
       copyFileSync(rust("ch05-01-defining-structs.md"), b);
-      kl.createKb("notes");
+      await kl.createKb("notes");
       await kl.ingest([a, b], { kb: "notes" });
       const ids = (path: string): number[] =>
         (
@@ -203,9 +203,9 @@ describe("re-ingest of a modified file", () => {
       for (const name of ["notes", "default"])
         expect([...kl.bm25.indexedChunkIds(name)].filter((id) => !chunkIds.has(id))).toEqual([]);
       const vectors = (await kl.store.info("kb_notes"))?.count;
-      expect(vectors).toBe(kl.counts("notes").chunks);
+      expect(vectors).toBe((await kl.counts("notes")).chunks);
       // The default KB is untouched: KBs are isolated.
-      expect(kl.counts("default").chunks).toBe(0);
+      expect((await kl.counts("default")).chunks).toBe(0);
     });
   });
 });
@@ -245,7 +245,7 @@ describe("crash safety of ingest", () => {
       expect(heron.results[0]?.source.uri).toBe("mem:notes");
       expect((await kl.search("kingfisher", { mode: "keyword" })).results).toHaveLength(0);
       expect((await kl.search("gardening", { mode: "keyword" })).results[0]?.source.uri).toBe("mem:other");
-      expect(kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
+      expect(await kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
     });
   });
 });
@@ -267,7 +267,7 @@ describe("group commit of the embedded store", () => {
       );
       expect(s.errors).toEqual([]);
       expect(s).toMatchObject({ added: 2, documents: 2, chunks: 2 });
-      expect(kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
+      expect(await kl.counts("default")).toMatchObject({ documents: 2, chunks: 2 });
       expect((await kl.search("kingfisher", { mode: "keyword" })).results[0]?.source.uri).toBe("mem:a");
     });
   });
@@ -291,7 +291,7 @@ describe("re-ingest of a folder mirrors it", () => {
       const second = await kl.ingest([folder], { embed: false });
       expect(second.removed.map((p) => basename(p)).sort()).toEqual(["a.md", "b.md", "d.txt"]);
       expect(second.unchanged).toBe(1);
-      expect(kl.counts("default").documents).toBe(1);
+      expect((await kl.counts("default")).documents).toBe(1);
       for (const q of ["herons", "kingfishers", "cormorants"]) {
         expect((await kl.search(q, { mode: "keyword" })).results).toHaveLength(0);
       }
@@ -312,7 +312,7 @@ describe("paths", () => {
       const again = await kl.ingest([join(tmp.dir, "link")], { embed: false });
       expect(again.unchanged).toBe(1);
       expect(again.added).toBe(0);
-      expect(kl.counts("default").documents).toBe(1);
+      expect((await kl.counts("default")).documents).toBe(1);
     });
   });
 });

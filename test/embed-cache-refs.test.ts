@@ -68,8 +68,8 @@ describe("embedding cache entries point at the embedded store's vectors (each ve
 
   test("ingest writes references, not vectors; another KB and a re-ingest reuse them; deletes drop them", async () => {
     const { kl, inner } = open();
-    kl.createKb("a", { chunking: { strategy: "fixed", chunkSize: 60, chunkOverlap: 0 } });
-    kl.createKb("b", { chunking: { strategy: "fixed", chunkSize: 60, chunkOverlap: 0 } });
+    await kl.createKb("a", { chunking: { strategy: "fixed", chunkSize: 60, chunkOverlap: 0 } });
+    await kl.createKb("b", { chunking: { strategy: "fixed", chunkSize: 60, chunkOverlap: 0 } });
     const first = await kl.ingestDocuments(
       PARAGRAPHS.map((p, i) => doc(`mem://a/${i}`, p)),
       { kb: "a" },
@@ -116,14 +116,14 @@ describe("embedding cache entries point at the embedded store's vectors (each ve
     await kl.deleteKb("a");
     await kl.deleteKb("b");
     expect(rows(kl).filter((r) => r.bytes === 0 && r.id !== null)).toEqual([]);
-    kl.createKb("c");
+    await kl.createKb("c");
     const again = await kl.ingestDocuments([doc("mem://c/0", PARAGRAPHS[0] as string)], { kb: "c" });
     expect(again.embedded.computed).toBe(1);
   });
 
   test("a vector replaced in the store invalidates the reference to it", async () => {
     const { kl } = open();
-    kl.createKb("a");
+    await kl.createKb("a");
     await kl.ingestDocuments([doc("mem://a/0", PARAGRAPHS[0] as string)], { kb: "a" });
     const [ref] = rows(kl);
     expect(ref?.id).toBeTruthy();

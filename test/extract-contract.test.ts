@@ -198,8 +198,8 @@ describe("extraction settings in a knowledge base", () => {
   it("reach ingest: a KB's maxFileBytes turns an oversized file into a per-file error", async () => {
     const kl = KnowledgeLayer.open({ dataDir: join(tmp, "kb") });
     try {
-      kl.createKb("small", { extraction: { limits: { maxFileBytes: 2000 } } });
-      expect(kl.getKb("small").config.extraction).toEqual({ limits: { maxFileBytes: 2000 } });
+      await kl.createKb("small", { extraction: { limits: { maxFileBytes: 2000 } } });
+      expect((await kl.getKb("small")).config.extraction).toEqual({ limits: { maxFileBytes: 2000 } });
       const big = join(tmp, "big.md");
       const small = join(tmp, "small.md");
       writeFileSync(big, `# Big\n\n${"All work and no play. ".repeat(200)}`);
@@ -209,7 +209,7 @@ describe("extraction settings in a knowledge base", () => {
       expect(summary.errors).toEqual([
         { path: big, reason: "file too large: 4.3 KiB (limit maxFileBytes = 2.0 KiB)" },
       ]);
-      expect(kl.counts("small").documentsByType).toEqual({ markdown: 1 });
+      expect((await kl.counts("small")).documentsByType).toEqual({ markdown: 1 });
     } finally {
       kl.close();
     }

@@ -34,7 +34,7 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "kl-corpus-"));
   kl = KnowledgeLayer.open({ dataDir });
   summary = await kl.ingest([DOCS], { embed: false });
-  counts = kl.counts("default");
+  counts = await kl.counts("default");
 }, 600_000);
 
 afterAll(() => {

@@ -29,7 +29,7 @@ describeUnless(
 
     beforeAll(async () => {
       kl = KnowledgeLayer.open({ dataDir: tmp.dir });
-      kl.createKb("mail");
+      await kl.createKb("mail");
       const summary = await kl.ingest(folders, { kb: "mail", embed: false });
       expect(summary).toMatchObject({ added: 300, errors: [] });
       all = [...kl.catalog.loadChunks(kl.catalog.filterChunks("mail", parseFilter({})).ids).values()];

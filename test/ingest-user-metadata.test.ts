@@ -35,8 +35,8 @@ afterAll(async () => {
 });
 
 /** The document of `name` under `docs`, with its metadata. */
-const doc = (name: string) => {
-  const found = kl.listDocuments({ metadata: true }).find((d) => d.uri === join(docs, name));
+const doc = async (name: string) => {
+  const found = (await kl.listDocuments({ metadata: true })).find((d) => d.uri === join(docs, name));
   if (!found) throw new Error(`${name} is not in the KB`);
   return found;
 };
@@ -74,8 +74,8 @@ describe("user metadata sticks to a document until changed", () => {
       tags: ["signed"],
     });
     expect(first).toMatchObject({ added: 2, updated: 0 });
-    const id = doc("terms.md").id;
-    expect(doc("terms.md").metadata).toMatchObject({
+    const id = (await doc("terms.md")).id;
+    expect((await doc("terms.md")).metadata).toMatchObject({
       meta: { customer: "acme", year: 2024 },
       tags: ["legal", "signed"],
       userTags: ["signed"],
@@ -85,7 +85,7 @@ describe("user metadata sticks to a document until changed", () => {
     // The file changes: it is re-ingested with its metadata, under the same id.
     appendFileSync(join(docs, "terms.md"), "\nLate fees apply after 30 days.\n");
     expect(await kl.ingest([docs], { embed: false })).toMatchObject({ unchanged: 1, updated: 1 });
-    expect(doc("terms.md")).toMatchObject({
+    expect(await doc("terms.md")).toMatchObject({
       id,
       metadata: { meta: { customer: "acme", year: 2024 }, tags: ["legal", "signed"] },
     });
@@ -97,10 +97,10 @@ describe("user metadata sticks to a document until changed", () => {
     expect(await kl.ingest([docs], { embed: false, metadata: { year: 2025, region: "emea" } })).toMatchObject(
       { updated: 2 },
     );
-    expect(doc("notes.txt").metadata.meta).toEqual({ customer: "acme", year: 2025, region: "emea" });
+    expect((await doc("notes.txt")).metadata.meta).toEqual({ customer: "acme", year: 2025, region: "emea" });
     await kl.ingest([docs], { embed: false, metadata: { region: null }, removeTags: ["signed"] });
-    expect(doc("notes.txt").metadata.meta).toEqual({ customer: "acme", year: 2025 });
-    expect(doc("terms.md").metadata).toMatchObject({ tags: ["legal"], userTags: [] });
+    expect((await doc("notes.txt")).metadata.meta).toEqual({ customer: "acme", year: 2025 });
+    expect((await doc("terms.md")).metadata).toMatchObject({ tags: ["legal"], userTags: [] });
     // A front matter tag the file drops is gone; the user's tags stay.
     await kl.ingest([docs], { embed: false, tags: ["archived"] });
     writeFileSync(
@@ -108,25 +108,25 @@ describe("user metadata sticks to a document until changed", () => {
       "---\ntags: [contract]\n---\n# Terms\n\nPayment terms are net 45.\n",
     );
     await kl.ingest([docs], { embed: false });
-    expect(doc("terms.md").metadata).toMatchObject({
+    expect((await doc("terms.md")).metadata).toMatchObject({
       tags: ["contract", "archived"],
       userTags: ["archived"],
     });
     // replaceMetadata forgets everything given before.
     await kl.ingest([docs], { embed: false, replaceMetadata: true, metadata: { owner: "legal" } });
-    expect(doc("terms.md").metadata).toMatchObject({ meta: { owner: "legal" }, tags: ["contract"] });
+    expect((await doc("terms.md")).metadata).toMatchObject({ meta: { owner: "legal" }, tags: ["contract"] });
     expect(await kl.ingest([docs], { embed: false, replaceMetadata: true })).toMatchObject({ updated: 2 });
-    expect(doc("notes.txt").metadata.meta).toBeUndefined();
+    expect((await doc("notes.txt")).metadata.meta).toBeUndefined();
     expect(await kl.ingest([docs], { embed: false })).toMatchObject({ unchanged: 2 });
   });
 
   it("a removed document that comes back gets a new id", async () => {
-    const id = doc("notes.txt").id;
+    const id = (await doc("notes.txt")).id;
     rmSync(join(docs, "notes.txt"));
     expect((await kl.ingest([docs], { embed: false })).removed).toEqual([join(docs, "notes.txt")]);
     writeFileSync(join(docs, "notes.txt"), "Payment reminders go out weekly.\n");
     await kl.ingest([docs], { embed: false });
-    expect(doc("notes.txt").id).toBeGreaterThan(id);
+    expect((await doc("notes.txt")).id).toBeGreaterThan(id);
   });
 
   it("applies changes over what is stored; documents from before user tags were kept apart infer them", () => {
@@ -199,7 +199,7 @@ describe("fields filters read", () => {
         "The budget for the launch is set.",
       ].join("\n"),
     );
-    kl.createKb("mail");
+    await kl.createKb("mail");
     await kl.ingest([mail, join(tmp.dir, "site")], { kb: "mail", embed: false });
   });
 

@@ -54,15 +54,15 @@ describe("knowledge base with the approximate vector index", () => {
   });
 
   const vectorSearch = async (k: KnowledgeLayer, query: string, exact = false) => {
-    const kb = k.getKb("notes");
+    const kb = await k.getKb("notes");
     const vector = await k.embedder(kb.config, "query").embedQuery(query);
     return k.store.searchSync(collectionOf(kb.config), vector, { topK: 5, exact });
   };
 
   it("indexes at ingest, survives a crash before the index save, re-ingest, delete and re-creation", async () => {
-    kl.createKb("notes");
+    await kl.createKb("notes");
     await kl.ingestDocuments(docs, { kb: "notes" });
-    const collection = collectionOf(kl.getKb("notes").config);
+    const collection = collectionOf((await kl.getKb("notes")).config);
     expect(kl.store.ann?.isLoaded(collection)).toBe(true);
     const query = "the violin beside the glacier";
     expect((await vectorSearch(kl, query)).map((h) => h.id)).toEqual(
@@ -95,7 +95,7 @@ describe("knowledge base with the approximate vector index", () => {
 
     // Dropped and re-created: nothing of the old KB comes back.
     await kl.deleteKb("notes");
-    kl.createKb("notes");
+    await kl.createKb("notes");
     await kl.ingestDocuments(
       Array.from({ length: 60 }, (_, i) =>
         doc(1000 + i, `Fresh ${i}: ${WORDS[i % 10]} under a ${WORDS[(i + 3) % 10]}.`),

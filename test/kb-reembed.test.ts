@@ -50,14 +50,14 @@ describe("re-embedding a knowledge base with another model", () => {
   });
 
   it("embeds every chunk into a new collection, switches the KB, keeps ingest incremental", async () => {
-    kl.createKb("notes");
+    await kl.createKb("notes");
     await kl.ingestDocuments(docs, { kb: "notes" });
-    const oldCollection = collectionOf(kl.getKb("notes").config);
+    const oldCollection = collectionOf((await kl.getKb("notes")).config);
     expect((await kl.store.info(oldCollection))?.dimension).toBe(512);
 
     const result = await kl.reembedKb("notes", target());
     expect(result).toMatchObject({ done: docs.length, written: docs.length, skipped: 0, dimension: 24 });
-    const config = kl.getKb("notes").config;
+    const config = (await kl.getKb("notes")).config;
     expect(config.embedding).toMatchObject({ provider: "openai-compatible", model: "mini-embed" });
     expect(collectionOf(config)).toBe(result.collection);
     expect(result.collection).toMatch(/^kb_notes@openai-compatible-mini-embed-[0-9a-f]{8}$/);
@@ -78,24 +78,24 @@ describe("re-embedding a knowledge base with another model", () => {
   });
 
   it("keeps the old model when embedding fails, and resumes on the next run", async () => {
-    kl.createKb("notes");
+    await kl.createKb("notes");
     await kl.ingestDocuments(docs, { kb: "notes" });
-    const before = kl.getKb("notes").config;
+    const before = (await kl.getKb("notes")).config;
     // The second round (chunks 201…) fails; the first is stored.
     failOn = "aisle 230.";
     await expect(kl.reembedKb("notes", target())).rejects.toThrow(/quota exceeded/);
-    expect(kl.getKb("notes").config).toEqual(before);
+    expect((await kl.getKb("notes")).config).toEqual(before);
     expect(await kl.store.info(collectionOf(before))).toMatchObject({ count: docs.length });
 
     failOn = undefined;
     const resumed = await kl.reembedKb("notes", target());
     expect(resumed.skipped).toBeGreaterThan(0);
     expect(resumed.written + resumed.skipped).toBe(docs.length);
-    expect(kl.getKb("notes").config.embedding.provider).toBe("openai-compatible");
+    expect((await kl.getKb("notes")).config.embedding.provider).toBe("openai-compatible");
   });
 
   it("refuses an ingest whose model makes vectors of another dimension than the collection's", async () => {
-    kl.createKb("fixed", {
+    await kl.createKb("fixed", {
       embedding: { provider: "openai-compatible", model: "mini-embed", baseUrl: `${server.url}/v1` },
       vectorStore: { type: "sqlite", collection: "shared_vectors" },
     });
@@ -119,8 +119,8 @@ describe("re-embedding a knowledge base with another model", () => {
         model: "mini-embed",
         baseUrl: `${url}/v1`,
       });
-      kl.createKb("first", { embedding: at(server.url) });
-      kl.createKb("second", { embedding: at(flipped.url) });
+      await kl.createKb("first", { embedding: at(server.url) });
+      await kl.createKb("second", { embedding: at(flipped.url) });
       const one = await kl.ingestDocuments(docs.slice(0, 5), { kb: "first" });
       const two = await kl.ingestDocuments(docs.slice(0, 5), { kb: "second" });
       expect(one.embedded.computed).toBe(5);
@@ -135,11 +135,11 @@ describe("re-embedding a knowledge base with another model", () => {
     }
   });
 
-  it("checks the embedding settings when the KB is created", () => {
-    expect(() => kl.createKb("bad", { embedding: { provider: "openai-compatible", model: "m" } })).toThrow(
-      /knowledge base "bad": embedding: .*baseUrl/,
-    );
-    expect(() => kl.createKb("bad2", { embedding: { provider: "nope" as never } })).toThrow(
+  it("checks the embedding settings when the KB is created", async () => {
+    await expect(
+      kl.createKb("bad", { embedding: { provider: "openai-compatible", model: "m" } }),
+    ).rejects.toThrow(/knowledge base "bad": embedding: .*baseUrl/);
+    await expect(kl.createKb("bad2", { embedding: { provider: "nope" as never } })).rejects.toThrow(
       /embedding provider "nope" needs a model|is not an embedding provider/,
     );
   });

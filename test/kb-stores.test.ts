@@ -110,7 +110,7 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
     stores.qdrant = () => ({ type: "qdrant", url: qdrant.url });
     tmp = tempDir();
     kl = KnowledgeLayer.open({ dataDir: tmp.dir, cache: { type: "none" } });
-    kl.createKb("embedded");
+    await kl.createKb("embedded");
     await kl.ingestDocuments(corpus(), { kb: "embedded" });
     baseline = await topUris(kl, "embedded");
   }, 120_000);
@@ -125,14 +125,14 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
     it(`${name}: ingest, search like the embedded store, re-ingest without stale vectors, delete`, async () => {
       const config = (stores[name] as () => VectorStoreConfig)();
       const kb = `on-${name}`;
-      kl.createKb(kb, { vectorStore: config });
+      await kl.createKb(kb, { vectorStore: config });
       const summary = await kl.ingestDocuments(corpus(), { kb });
       expect(summary.errors).toEqual([]);
-      const store = await kl.vectorStore(kl.getKb(kb).config);
+      const store = await kl.vectorStore((await kl.getKb(kb)).config);
       expect(store.kind).toBe(name);
-      const collection = collectionOf(kl.getKb(kb).config);
-      expect((await store.info(collection))?.count).toBe(kl.counts(kb).chunks);
-      expect(kl.counts(kb).embeddedDocuments).toBe(TOPICS.length);
+      const collection = collectionOf((await kl.getKb(kb)).config);
+      expect((await store.info(collection))?.count).toBe((await kl.counts(kb)).chunks);
+      expect((await kl.counts(kb)).embeddedDocuments).toBe(TOPICS.length);
       expect(await topUris(kl, kb)).toEqual(baseline);
 
       // A changed document replaces its vector; the old one leaves the store.
@@ -140,7 +140,7 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
       (changed[0] as ExtractedDocument).text = "Kingfishers dive from a perch to catch small fish in rivers.";
       const again = await kl.ingestDocuments(changed, { kb });
       expect(again.updated).toBe(1);
-      expect((await store.info(collection))?.count).toBe(kl.counts(kb).chunks);
+      expect((await store.info(collection))?.count).toBe((await kl.counts(kb)).chunks);
       const hit = await kl.search("kingfisher diving for fish", { kbs: [kb], mode: "vector_only", topK: 1 });
       expect(hit.results[0]?.text).toContain("Kingfishers");
 
@@ -150,18 +150,18 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
   }
 
   it("migrates a KB between stores without re-embedding, verified, and resumes after an interruption", async () => {
-    kl.createKb("moving");
+    await kl.createKb("moving");
     const docs = corpus(400);
     await kl.ingestDocuments(docs, { kb: "moving" });
     const before = await topUris(kl, "moving");
-    const embedSpy = vi.spyOn(kl.embedder(kl.getKb("moving").config), "embedTexts");
+    const embedSpy = vi.spyOn(kl.embedder((await kl.getKb("moving")).config), "embedTexts");
 
     const toPg = await kl.migrateKb("moving", {
       ...(stores.pgvector as () => VectorStoreConfig)(),
       collection: "moving_vectors",
     });
     expect(toPg).toMatchObject({ done: docs.length, total: docs.length, written: docs.length, skipped: 0 });
-    expect(kl.getKb("moving").config.vectorStore).toMatchObject({
+    expect((await kl.getKb("moving")).config.vectorStore).toMatchObject({
       type: "pgvector",
       collection: "moving_vectors",
     });
@@ -169,7 +169,7 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
 
     // Qdrant fails on the second write: the KB stays on PostgreSQL; a rerun resumes.
     const qdrantConfig = (stores.qdrant as () => VectorStoreConfig)();
-    const target = await kl.vectorStore({ ...kl.getKb("moving").config, vectorStore: qdrantConfig });
+    const target = await kl.vectorStore({ ...(await kl.getKb("moving")).config, vectorStore: qdrantConfig });
     const add = target.addBatch.bind(target);
     let calls = 0;
     const spy = vi.spyOn(target, "addBatch").mockImplementation(async (c, records) => {
@@ -177,16 +177,16 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
       return add(c, records);
     });
     await expect(kl.migrateKb("moving", qdrantConfig)).rejects.toThrow(/connection reset/);
-    expect(kl.getKb("moving").config.vectorStore.type).toBe("pgvector");
+    expect((await kl.getKb("moving")).config.vectorStore.type).toBe("pgvector");
     const resumed = await kl.migrateKb("moving", qdrantConfig, { dropSource: true });
     spy.mockRestore();
     expect(resumed.skipped).toBeGreaterThan(0);
     expect(resumed.written + resumed.skipped).toBe(docs.length);
-    expect(kl.getKb("moving").config.vectorStore.type).toBe("qdrant");
+    expect((await kl.getKb("moving")).config.vectorStore.type).toBe("qdrant");
     expect(await topUris(kl, "moving")).toEqual(before);
     // The source collection was dropped; nothing was embedded again.
     const pg = await kl.vectorStore({
-      ...kl.getKb("moving").config,
+      ...(await kl.getKb("moving")).config,
       vectorStore: { ...(stores.pgvector as () => VectorStoreConfig)() },
     });
     expect(await pg.info("moving_vectors")).toBeUndefined();
@@ -195,8 +195,8 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
   }, 120_000);
 
   it("keeps a source searchable by keyword when the store fails, and embeds it on the next ingest", async () => {
-    kl.createKb("flaky", { vectorStore: (stores.qdrant as () => VectorStoreConfig)() });
-    const store = await kl.vectorStore(kl.getKb("flaky").config);
+    await kl.createKb("flaky", { vectorStore: (stores.qdrant as () => VectorStoreConfig)() });
+    const store = await kl.vectorStore((await kl.getKb("flaky")).config);
     const spy = vi.spyOn(store, "addBatch").mockRejectedValueOnce(new Error("503 Service Unavailable"));
     const first = await kl.ingestDocuments(corpus().slice(0, 1), { kb: "flaky" });
     spy.mockRestore();
@@ -204,13 +204,13 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
     expect(first.errors[0]?.reason).toMatch(
       /^vectors not stored in qdrant: 503 Service Unavailable; .*embedded again/,
     );
-    expect(kl.counts("flaky")).toMatchObject({ documents: 1, embeddedDocuments: 0 });
+    expect(await kl.counts("flaky")).toMatchObject({ documents: 1, embeddedDocuments: 0 });
     const keyword = await kl.search("heron", { kbs: ["flaky"], mode: "keyword" });
     expect(keyword.results[0]?.source.uri).toBe("mem:topic-0");
     const second = await kl.ingestDocuments(corpus().slice(0, 1), { kb: "flaky" });
     expect(second.errors).toEqual([]);
     expect(second.updated).toBe(1);
-    expect(kl.counts("flaky").embeddedDocuments).toBe(1);
+    expect((await kl.counts("flaky")).embeddedDocuments).toBe(1);
     const vector = await kl.search("bird standing in water", { kbs: ["flaky"], mode: "vector_only" });
     expect(vector.results[0]?.source.uri).toBe("mem:topic-0");
     expect(vector.warnings).toEqual([]);
@@ -225,19 +225,19 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
     expect(run.warnings.filter((w) => w.reason.startsWith("stored without vectors"))).toHaveLength(
       many.length - 1,
     );
-    expect(kl.counts("flaky")).toMatchObject({ documents: many.length + 1, embeddedDocuments: 1 });
+    expect(await kl.counts("flaky")).toMatchObject({ documents: many.length + 1, embeddedDocuments: 1 });
     const healed = await kl.ingestDocuments(many, { kb: "flaky" });
     expect(healed.errors).toEqual([]);
-    expect(kl.counts("flaky").embeddedDocuments).toBe(many.length + 1);
+    expect((await kl.counts("flaky")).embeddedDocuments).toBe(many.length + 1);
   }, 60_000);
 
   it("gives each server-store KB its own collection and refuses sharing one", async () => {
     const pg = (stores.pgvector as () => VectorStoreConfig)();
-    const a = kl.createKb("own-a", { vectorStore: pg });
+    const a = await kl.createKb("own-a", { vectorStore: pg });
     expect(a.config.vectorStore.collection).toMatch(/^kb_own-a_[0-9a-f]{6}$/);
-    kl.createKb("own-b", { vectorStore: { ...pg, collection: "team_vectors" } });
+    await kl.createKb("own-b", { vectorStore: { ...pg, collection: "team_vectors" } });
     // The same server written differently (trailing slash, the default schema spelled out) is the same store.
-    expect(() =>
+    await expect(
       kl.createKb("own-c", {
         vectorStore: {
           ...pg,
@@ -246,7 +246,7 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
           collection: "team_vectors",
         },
       }),
-    ).toThrow(/collection "team_vectors" of pgvector .* belongs to knowledge base "own-b"/);
+    ).rejects.toThrow(/collection "team_vectors" of pgvector .* belongs to knowledge base "own-b"/);
     await kl.ingestDocuments(corpus().slice(0, 2), { kb: "own-b" });
     await expect(
       kl.migrateKb("own-b", {
@@ -260,19 +260,19 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
   }, 60_000);
 
   it("refuses to migrate a KB whose vectors are missing, and restarts a copy the KB changed under", async () => {
-    kl.createKb("lost", { vectorStore: (stores.chroma as () => VectorStoreConfig)() });
+    await kl.createKb("lost", { vectorStore: (stores.chroma as () => VectorStoreConfig)() });
     await kl.ingestDocuments(corpus().slice(0, 3), { kb: "lost" });
-    const store = await kl.vectorStore(kl.getKb("lost").config);
-    await store.dropCollection(collectionOf(kl.getKb("lost").config));
+    const store = await kl.vectorStore((await kl.getKb("lost")).config);
+    await store.dropCollection(collectionOf((await kl.getKb("lost")).config));
     await expect(kl.migrateKb("lost", { type: "sqlite", collection: "lost_copy" })).rejects.toThrow(
       /has no collection .* but 3 chunks should have vectors there/,
     );
-    expect(kl.getKb("lost").config.vectorStore.type).toBe("chroma");
+    expect((await kl.getKb("lost")).config.vectorStore.type).toBe("chroma");
 
-    kl.createKb("busy");
+    await kl.createKb("busy");
     await kl.ingestDocuments(corpus(300), { kb: "busy" });
     const target = { type: "sqlite" as const, collection: "busy_copy" };
-    const dest = await kl.vectorStore({ ...kl.getKb("busy").config, vectorStore: target });
+    const dest = await kl.vectorStore({ ...(await kl.getKb("busy")).config, vectorStore: target });
     const add = dest.addBatch.bind(dest);
     let once = false;
     const spy = vi.spyOn(dest, "addBatch").mockImplementation(async (c, records) => {
@@ -295,14 +295,14 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
       /changed during the copy .* partial copy was removed/,
     );
     spy.mockRestore();
-    expect(kl.getKb("busy").config.vectorStore.collection).toBeUndefined();
+    expect((await kl.getKb("busy")).config.vectorStore.collection).toBeUndefined();
     expect(await kl.store.info("busy_copy")).toBeUndefined();
     const done = await kl.migrateKb("busy", target);
-    expect(done.done).toBe(kl.counts("busy").chunks);
+    expect(done.done).toBe((await kl.counts("busy")).chunks);
   }, 120_000);
 
   it("degrades hybrid search to keyword when the store is down, and deletes such a KB only with force", async () => {
-    kl.createKb("down", { vectorStore: { type: "chroma", url: "http://127.0.0.1:9" } });
+    await kl.createKb("down", { vectorStore: { type: "chroma", url: "http://127.0.0.1:9" } });
     await kl.ingestDocuments(corpus().slice(0, 2), { kb: "down", embed: false });
     const hybrid = await kl.search("heron", { kbs: ["down"], mode: "hybrid" });
     expect(hybrid.results[0]?.source.uri).toBe("mem:topic-0");
@@ -320,7 +320,7 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
   }, 60_000);
 
   it("names the store when it cannot be reached", async () => {
-    kl.createKb("unreachable", { vectorStore: { type: "chroma", url: "http://127.0.0.1:9" } });
+    await kl.createKb("unreachable", { vectorStore: { type: "chroma", url: "http://127.0.0.1:9" } });
     await expect(kl.ingestDocuments(corpus().slice(0, 1), { kb: "unreachable" })).rejects.toThrow(
       /knowledge base "unreachable": cannot connect to vector store chroma http:\/\/127\.0\.0\.1:9/,
     );

@@ -13,7 +13,7 @@ let client: Client;
 
 beforeAll(async () => {
   kl = KnowledgeLayer.open({ dataDir: tmp.dir });
-  kl.createKb("default", { retrieval: { mode: "keyword" } });
+  await kl.createKb("default", { retrieval: { mode: "keyword" } });
   const doc = (uri: string, from: string, text: string) => ({
     uri,
     text,

@@ -144,8 +144,8 @@ beforeAll(async () => {
     dataDir: dir,
     cache: { type: "memory", maxEntries: 100, maxBytes: 1 << 20, ttlSeconds: 60 },
   });
-  kl.createKb("mail", { chunking: { strategy: "fixed", chunkSize: 2000 } });
-  kl.createKb("notes", { chunking: { strategy: "fixed", chunkSize: 2000 } });
+  await kl.createKb("mail", { chunking: { strategy: "fixed", chunkSize: 2000 } });
+  await kl.createKb("notes", { chunking: { strategy: "fixed", chunkSize: 2000 } });
   await kl.ingestDocuments([...NOISE, ...CFO], { kb: "mail" });
   await kl.ingestDocuments(NOTES, { kb: "notes", metadata: { region: "emea", year: 2024 }, tags: ["board"] });
 }, 300_000);
@@ -301,16 +301,15 @@ describe("search with a filter", () => {
     await expect(kl.search("revenue", { kbs: ["mail"], filter: { date: { $gte: "soon" } } })).rejects.toThrow(
       'filter.date.$gte: expected an ISO date or number, got the string "soon"',
     );
-    expect(kl.counts("mail").chunks).toBe(40); // nothing was dropped
+    expect((await kl.counts("mail")).chunks).toBe(40); // nothing was dropped
   });
 
   it("returns nothing when no chunk matches, and lists documents by filter", async () => {
     const r = await kl.search("revenue", { kbs: ["mail"], topK: 5, filter: { from: "nobody@acme.com" } });
     expect(r.results).toEqual([]);
-    expect(kl.listDocuments({ kb: "mail", filter: { from: "cfo@acme.com" } }).map((d) => d.uri)).toEqual([
-      "/mail/100.eml",
-      "/mail/101.eml",
-    ]);
+    expect(
+      (await kl.listDocuments({ kb: "mail", filter: { from: "cfo@acme.com" } })).map((d) => d.uri),
+    ).toEqual(["/mail/100.eml", "/mail/101.eml"]);
   });
 
   it("refuses user metadata keys that are source attributes", async () => {

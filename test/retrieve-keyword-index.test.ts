@@ -361,7 +361,7 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
     writeFileSync(b, "# Borrowing\n\nThe borrow checker rejects dangling references.\n");
     const kl = KnowledgeLayer.open({ dataDir });
     try {
-      kl.createKb("kw");
+      await kl.createKb("kw");
       const versions = new Set<string>();
       const version = () => kl.catalog.dataVersion("kw");
       await kl.ingest([folder], { kb: "kw", embed: false });
@@ -391,7 +391,7 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
       expect(await ids(kl, "cider")).toEqual([a]);
       await kl.deleteKb("kw");
       consistent(kl);
-      kl.createKb("kw");
+      await kl.createKb("kw");
       writeFileSync(join(folder, "c.md"), "# Ciphers\n\nA cider-free note on ciphers.\n");
       rmSync(a);
       await kl.ingest([folder], { kb: "kw", embed: false });

@@ -45,8 +45,8 @@ const KITCHEN = [
 
 beforeAll(async () => {
   kl = KnowledgeLayer.open({ dataDir: dir });
-  kl.createKb("garden", { chunking: { strategy: "fixed", chunkSize: 500 } });
-  kl.createKb("kitchen", { chunking: { strategy: "fixed", chunkSize: 500 } });
+  await kl.createKb("garden", { chunking: { strategy: "fixed", chunkSize: 500 } });
+  await kl.createKb("kitchen", { chunking: { strategy: "fixed", chunkSize: 500 } });
   await kl.ingestDocuments(GARDEN, { kb: "garden", embed: false });
   await kl.ingestDocuments(KITCHEN, { kb: "kitchen", embed: false });
 });
@@ -85,7 +85,7 @@ function wordReranker(word: string): PipelineReranker & { calls: string[][] } {
 describe("hybrid_rerank", () => {
   it("mixes 0.7 × rerank + 0.3 × retrieval and reorders; each result names the reranker", async () => {
     const reranker = wordReranker("stake");
-    const kb = kl.getKb("garden");
+    const kb = await kl.getKb("garden");
     const out = await retrieve(deps(reranker), [kb], "full sun soil", { mode: "hybrid_rerank", topK: 4 });
     expect(reranker.calls).toHaveLength(1);
     expect(out.rerankers).toEqual({ garden: "stub:stake" });
@@ -108,7 +108,7 @@ describe("hybrid_rerank", () => {
 
 describe("thresholds", () => {
   it("drops results below minScore; with the fallback the best come back flagged belowThreshold", async () => {
-    const kb = kl.getKb("garden");
+    const kb = await kl.getKb("garden");
     const strict = await retrieve(deps(), [kb], "compost heap", { mode: "hybrid", minScore: 1.5 });
     expect(strict.results).toEqual([]);
     const fallback = await retrieve(deps(), [kb], "compost soil", {
@@ -129,7 +129,7 @@ describe("thresholds", () => {
 
 describe("several knowledge bases", () => {
   it("falls back below the threshold only when no KB has a passing result", async () => {
-    const kbs = [kl.getKb("garden"), kl.getKb("kitchen")];
+    const kbs = [await kl.getKb("garden"), await kl.getKb("kitchen")];
     // BM25 scores: a high threshold that some garden chunks pass and no kitchen chunk does.
     const all = await retrieve(deps(), kbs, "soil", { mode: "keyword", topK: 10 });
     const best = Math.max(...all.results.map((r) => r.score));
@@ -144,7 +144,7 @@ describe("several knowledge bases", () => {
   });
 
   it("fuses by rank, names each result's KB and applies per-KB limits", async () => {
-    const kbs = [kl.getKb("garden"), kl.getKb("kitchen")];
+    const kbs = [await kl.getKb("garden"), await kl.getKb("kitchen")];
     const out = await retrieve(deps(), kbs, "tomatoes", { mode: "keyword", topK: 5 });
     expect(new Set(out.results.map((r) => r.kb))).toEqual(new Set(["garden", "kitchen"]));
     // The best of each KB comes first (RRF of two lists: both rank-1 items tie, then rank 2…).
@@ -184,12 +184,12 @@ describe("instruction-type queries", () => {
   });
 
   it("skip the threshold and put the most recently ingested document first", async () => {
-    const kb = kl.getKb("kitchen");
+    const kb = await kl.getKb("kitchen");
     await kl.ingestDocuments([doc("/kb/latest.txt", "Meeting notes: the oven is broken until Friday.")], {
       kb: "kitchen",
       embed: false,
     });
-    const out = await retrieve(deps(), [kl.getKb("kitchen")], "summarise this file", {
+    const out = await retrieve(deps(), [await kl.getKb("kitchen")], "summarise this file", {
       mode: "keyword",
       minScore: 99,
       topK: 3,
@@ -213,7 +213,7 @@ describe("advanced (offline: pseudo-relevance feedback)", () => {
     expect(variants[0]).toContain("sun");
     expect(feedbackVariants("x", [], 2, "english")).toEqual([]);
     const reranker = wordReranker("soup");
-    const out = await retrieve(deps(reranker), [kl.getKb("kitchen")], "tomatoes", {
+    const out = await retrieve(deps(reranker), [await kl.getKb("kitchen")], "tomatoes", {
       mode: "advanced",
       topK: 3,
     });
@@ -244,7 +244,9 @@ describe("KnowledgeLayer.search", () => {
     await expect(
       kl.search("x", { kbs: ["garden"], perKb: { garden: { mode: "nope" as never } } }),
     ).rejects.toThrow('perKb.garden.mode: unknown mode "nope"');
-    expect(() => kl.createKb("zero", { retrieval: { vectorWeight: 0, keywordWeight: 0 } })).toThrow(/both 0/);
+    await expect(kl.createKb("zero", { retrieval: { vectorWeight: 0, keywordWeight: 0 } })).rejects.toThrow(
+      /both 0/,
+    );
   });
 });
 
@@ -295,7 +297,7 @@ describe("search-result cache shared through Redis", () => {
         const otherDir = mkdtempSync(join(tmpdir(), "kl-pipeline-other-"));
         const other = KnowledgeLayer.open({ dataDir: otherDir, cache: { type: "redis", url: server.url } });
         try {
-          other.createKb("garden", { chunking: { strategy: "fixed", chunkSize: 500 } });
+          await other.createKb("garden", { chunking: { strategy: "fixed", chunkSize: 500 } });
           await other.ingestDocuments([doc("/other/compost.txt", "Compost heap notes from another store.")], {
             kb: "garden",
             embed: false,
@@ -319,7 +321,7 @@ describe("search-result cache shared through Redis", () => {
 describe("hybrid_rerank with a cross-encoder loaded from a model folder", () => {
   it("reranks through the KB's configured reranker and names it on every result", async () => {
     const folder = writeTestModel(join(dir, "cross-encoder-model"));
-    kl.createKb("books", {
+    await kl.createKb("books", {
       chunking: { strategy: "fixed", chunkSize: 500 },
       retrieval: { mode: "hybrid_rerank", reranker: { type: "cross-encoder", model: folder } },
     });
@@ -344,7 +346,7 @@ describe("hybrid_rerank with a cross-encoder loaded from a model folder", () => 
       );
     }
     // A KB whose reranker folder is missing still answers, not reranked, with a warning naming it.
-    kl.createKb("broken", {
+    await kl.createKb("broken", {
       retrieval: { mode: "hybrid_rerank", reranker: { type: "cross-encoder", model: join(dir, "nope") } },
     });
     await kl.ingestDocuments([doc("/kb/x.txt", "novel text")], { kb: "broken", embed: false });
@@ -355,9 +357,9 @@ describe("hybrid_rerank with a cross-encoder loaded from a model folder", () => 
       /reranker cross-encoder:.* failed, results are not reranked: .*nope/,
     );
     // Settings a reranker cannot work with are refused when the KB is created.
-    expect(() =>
+    await expect(
       kl.createKb("badllm", { retrieval: { reranker: { type: "llm", model: "m", baseUrl: "ftp://x" } } }),
-    ).toThrow(/knowledge base "badllm": retrieval\.reranker\.baseUrl/);
+    ).rejects.toThrow(/knowledge base "badllm": retrieval\.reranker\.baseUrl/);
   }, 60_000);
 });
 
@@ -403,7 +405,7 @@ describe("advanced with an LLM query expander (OpenAI-compatible chat, local ser
     await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
     const { port } = server.address() as AddressInfo;
     try {
-      kl.createKb("bakery", {
+      await kl.createKb("bakery", {
         chunking: { strategy: "fixed", chunkSize: 500 },
         retrieval: {
           mode: "advanced",
@@ -426,9 +428,9 @@ describe("advanced with an LLM query expander (OpenAI-compatible chat, local ser
         /LLM query expansion failed, pseudo-relevance feedback used instead: .*model not found/,
       );
       expect(degraded.results[0]?.source.uri).toBe("/kb/bread.txt");
-      expect(() =>
+      await expect(
         kl.createKb("badexp", { retrieval: { expansionLlm: { baseUrl: "localhost:1", model: "m" } } }),
-      ).toThrow(/retrieval\.expansionLlm\.baseUrl must be an http\(s\) URL/);
+      ).rejects.toThrow(/retrieval\.expansionLlm\.baseUrl must be an http\(s\) URL/);
     } finally {
       server.close();
     }

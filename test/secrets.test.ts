@@ -12,13 +12,21 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatKb } from "../src/cli/format.js";
-import { defaultKbConfig, KNOWN_KEYS, type KnowledgeBaseConfig, validateKbConfig } from "../src/config.js";
+import {
+  COMMON_STORE_SETTINGS,
+  defaultKbConfig,
+  KNOWN_KEYS,
+  type KnowledgeBaseConfig,
+  VECTOR_STORES,
+  validateKbConfig,
+} from "../src/config.js";
 import { OpenAiCompatibleEmbedder } from "../src/embed/openai-compatible.js";
+import { COMMON_EMBEDDING_SETTINGS, EMBEDDING_PROVIDER_REGISTRY } from "../src/embed/registry.js";
 import { ConfigError } from "../src/errors.js";
 import { endpointUrl } from "../src/http.js";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
 import { createKnowledgeServer } from "../src/mcp/server.js";
-import { CohereReranker, createReranker } from "../src/rerank/index.js";
+import { CohereReranker, createReranker, RERANKERS } from "../src/rerank/index.js";
 import { createLlmExpander } from "../src/retrieve/expansion.js";
 import {
   errorForLog,
@@ -30,6 +38,7 @@ import {
   redactText,
 } from "../src/secrets.js";
 import { internalKbName } from "../src/server/tenancy.js";
+import type { Registry, Settings } from "../src/settings.js";
 import { redactKbConfig } from "../src/store/index.js";
 import { QdrantVectorStore } from "../src/store/qdrant.js";
 import { tempDir } from "./helpers.js";
@@ -146,6 +155,32 @@ describe("secret names and text", () => {
     expect(redactKbConfig(config)).toEqual(redactSecrets(config));
   });
 
+  it("every setting a stage registry marks secret is masked by its name, and no other setting is", () => {
+    const registries: [string, Registry, Settings][] = [
+      ["vectorStore", VECTOR_STORES, COMMON_STORE_SETTINGS],
+      ["embedding", EMBEDDING_PROVIDER_REGISTRY, COMMON_EMBEDDING_SETTINGS],
+      ["retrieval.reranker", RERANKERS, {}],
+    ];
+    const secret: string[] = [];
+    for (const [section, registry, common] of registries) {
+      for (const [impl, schema] of Object.entries(registry)) {
+        const settings = { ...common, ...schema.settings };
+        const input = Object.fromEntries(Object.keys(settings).map((k) => [k, `value-of-${k}`]));
+        const out = redactSecrets(input);
+        for (const [name, setting] of Object.entries(settings)) {
+          expect(isSecretKey(name), `${section} ${impl}.${name}`).toBe(setting.secret === true);
+          expect(out[name], `${section} ${impl}.${name}`).toBe(setting.secret ? MASK : `value-of-${name}`);
+          if (setting.secret) secret.push(`${section}.${name}`);
+        }
+      }
+    }
+    expect([...new Set(secret)].sort()).toEqual([
+      "embedding.apiKey",
+      "retrieval.reranker.apiKey",
+      "vectorStore.apiKey",
+    ]);
+  });
+
   it("recognises secret names in any spelling, and leaves look-alikes", () => {
     for (const k of [
       "apiKey",
@@ -241,7 +276,7 @@ describe("outputs", () => {
   it("the human kb description masks them too", async () => {
     const lib = KnowledgeLayer.open({ dataDir, cache: { type: "none" }, create: false });
     try {
-      const text = formatKb(lib.getKb("vault"), lib.counts("vault"));
+      const text = formatKb(await lib.getKb("vault"), await lib.counts("vault"));
       expect(text).not.toMatch(SECRETS);
       expect(text).toContain("store:      qdrant https://admin:***@qdrant.example.com:6333,");
       expect(text).toContain("embedding:  openai-compatible:text-embed-1");

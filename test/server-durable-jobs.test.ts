@@ -131,7 +131,7 @@ describe("kl serve: kill -9 with ingest jobs queued and running", () => {
         expect(chunks).toBe(docs.reduce((n, d) => n + d.chunk_count, 0));
         expect(chunks).toBe(reportedChunks);
         expect(stats).toEqual({ documents: 20, chunks });
-        expect(after.pendingJobs()).toEqual([]);
+        expect(await after.pendingJobs()).toEqual([]);
       } finally {
         await after.close();
       }
@@ -167,7 +167,7 @@ describe("HTTP API: a crash at each point of a file's ingest", () => {
       const up = await api.upload("docs", files, "?embed=false");
       expect(up.status).toBe(202);
       await gate.reached;
-      const stored = first.kl.getJob(up.body.id);
+      const stored = await first.kl.getJob(up.body.id);
       expect(stored).toMatchObject({ status: "running", done: 1 });
       expect(stored?.files.map((f) => f.state)).toEqual(["done", "started", "pending", "pending"]);
       // The held file's new version is in the KB only when the crash comes after its commit.
@@ -241,12 +241,12 @@ describe("HTTP API: a crash at each point of a file's ingest", () => {
     // the job is running, its file started, the first message committed and recorded for it.
     const kl = KnowledgeLayer.open({ dataDir, cache: { type: "none" }, cacheScope: tenantScope });
     const key = createApiKey(kl.db, "acme").key;
-    kl.createKb("acme.mail", { retrieval: { mode: "keyword" } });
+    await kl.createKb("acme.mail", { retrieval: { mode: "keyword" } });
     const dir = join(dataDir, "uploads", "acme", "job_partial");
     const { mkdirSync, writeFileSync } = await import("node:fs");
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "0"), mbox);
-    kl.createJob({
+    await kl.createJob({
       id: "job_partial",
       tenant: "acme",
       kb: "mail",
@@ -255,7 +255,7 @@ describe("HTTP API: a crash at each point of a file's ingest", () => {
       dir,
       files: [{ name: "box.mbox", storedPath: join(dir, "0"), bytes: mbox.length }],
     });
-    kl.advanceJob("job_partial", {
+    await kl.advanceJob("job_partial", {
       state: { status: "running", done: 0, current: "box.mbox", startedAt: new Date().toISOString() },
       file: { n: 0, state: "started", prior: [] },
       event: "progress",
@@ -268,7 +268,7 @@ describe("HTTP API: a crash at each point of a file's ingest", () => {
       tags: ["inbox"],
       job: { id: "job_partial", file: 0 },
     });
-    expect(kl.jobFileDocuments("job_partial", 0).map((d) => d.uri)).toEqual(["box.mbox#message/1"]);
+    expect((await kl.jobFileDocuments("job_partial", 0)).map((d) => d.uri)).toEqual(["box.mbox#message/1"]);
     await kl.close();
     // An upload cut off before its 202 left a folder no job owns.
     const orphan = join(dataDir, "uploads", "acme", "job_orphan");

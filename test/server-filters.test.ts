@@ -141,7 +141,7 @@ describe("filters over HTTP", () => {
     expect(uris(acme.body)).toEqual(["acme-msa.txt"]);
     expect(acme.body.total).toBe(1);
     // The same facade operation the CLI uses, on the catalog name of the tenant's KB.
-    const direct = s.kl.listDocuments({ kb: "acme.contracts", filter: { customer: "acme" } });
+    const direct = await s.kl.listDocuments({ kb: "acme.contracts", filter: { customer: "acme" } });
     expect(acme.body.documents.map((d: { id: number }) => d.id)).toEqual(direct.map((d) => d.id));
     expect(uris((await list({ year: { $lt: 2024 } })).body)).toEqual(["globex-msa.txt"]);
     expect(uris((await list({ tags: { $contains: "signed" } })).body)).toEqual(["acme-msa.txt"]);

@@ -209,14 +209,14 @@ describe("kl serve: SIGTERM with jobs queued and running", () => {
           .prepare("SELECT uri, embedded FROM documents WHERE kb = 'acme.docs' ORDER BY id")
           .all() as { uri: string; embedded: number }[];
         expect(docs).toEqual(files.slice(0, r.data.done).map((f) => ({ uri: f.name, embedded: 1 })));
-        const stored = after.getJob(running.body.id);
+        const stored = await after.getJob(running.body.id);
         expect(stored).toMatchObject({ status: "queued", done: r.data.done, seq: Number(r.id) });
         expect(stored?.files.map((f) => f.state)).toEqual(
           files.map((_, i) => (i < r.data.done ? "done" : "pending")),
         );
         for (const f of stored?.files ?? []) expect(existsSync(f.storedPath)).toBe(f.state !== "done");
-        expect(after.getJob(queued.body.id)).toMatchObject({ status: "queued", done: 0 });
-        expect(after.pendingJobs().map((j) => j.id)).toEqual([running.body.id, queued.body.id]);
+        expect(await after.getJob(queued.body.id)).toMatchObject({ status: "queued", done: 0 });
+        expect((await after.pendingJobs()).map((j) => j.id)).toEqual([running.body.id, queued.body.id]);
       } finally {
         await after.close();
       }

@@ -27,7 +27,7 @@ import { cosine } from "../chunk/embedding-semantic.js";
 import { DEFAULT_KB, type EmbeddingConfig, embeddingConfig } from "../config.js";
 import type { Embedder } from "../embed/contract.js";
 import { KnowledgeLayerError } from "../errors.js";
-import type { KnowledgeLayer, Memory, MemoryStore } from "../knowledge-layer.js";
+import type { KnowledgeLayer, Memory, MemoryCatalog } from "../knowledge-layer.js";
 
 export type { Memory } from "../knowledge-layer.js";
 
@@ -36,7 +36,7 @@ export const DEFAULT_MEMORY_TOP_K = 3;
 /** Default minimum cosine similarity of a recalled memory. */
 export const DEFAULT_MEMORY_THRESHOLD = 0.45;
 
-/** Options for {@link ConversationMemory}: which embedder to use (first given wins). */
+/** Options for {@link ConversationMemory.open}: which embedder to use (first given wins). */
 export interface ConversationMemoryOptions {
   /** An embedder to use as is (e.g. a test double, or a KB's `kl.embedder(config)`). */
   embedder?: Embedder;
@@ -104,7 +104,7 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
  * See the module documentation for the model rule and the scale assumption.
  *
  * ```ts
- * const memory = new ConversationMemory(kl);
+ * const memory = await ConversationMemory.open(kl);
  * await memory.remember({ sessionId: "s1", threadId: "t1", user: "…", assistant: "…" });
  * const hits = await memory.recall({ sessionId: "s1", threadId: "t2", query: "…" });
  * ```
@@ -112,19 +112,33 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
 export class ConversationMemory {
   /** The embedder turns and queries are embedded with. */
   readonly embedder: Embedder;
-  private readonly turns: MemoryStore;
+  private readonly turns: MemoryCatalog;
 
   /**
-   * Opens the data directory's memory store (creating its tables if needed).
+   * The data directory's memories, embedded with `options.embedder` (use {@link open}
+   * for a KB's embedder or an embedding configuration).
+   */
+  constructor(kl: KnowledgeLayer, options: { embedder: Embedder }) {
+    this.turns = kl.memories;
+    this.embedder = options.embedder;
+  }
+
+  /**
+   * The data directory's memories with the embedder `options` name: the one given, else
+   * the `embedding` configuration laid over the KB's, else the KB's (default the default
+   * KB's; its configuration is read from the catalog, hence asynchronous).
    * @throws KnowledgeLayerError for an unknown `kb`; ConfigError for an invalid `embedding`.
    */
-  constructor(kl: KnowledgeLayer, options: ConversationMemoryOptions = {}) {
-    this.turns = kl.memories;
-    if (options.embedder) this.embedder = options.embedder;
-    else if (options.embedding) {
-      const base = kl.getKb(options.kb ?? DEFAULT_KB).config;
-      this.embedder = kl.embedder({ ...base, embedding: embeddingConfig(options.embedding) });
-    } else this.embedder = kl.embedder(kl.getKb(options.kb ?? DEFAULT_KB).config);
+  static async open(
+    kl: KnowledgeLayer,
+    options: ConversationMemoryOptions = {},
+  ): Promise<ConversationMemory> {
+    if (options.embedder) return new ConversationMemory(kl, { embedder: options.embedder });
+    const base = (await kl.getKb(options.kb ?? DEFAULT_KB)).config;
+    const embedder = options.embedding
+      ? kl.embedder({ ...base, embedding: embeddingConfig(options.embedding) })
+      : kl.embedder(base);
+    return new ConversationMemory(kl, { embedder });
   }
 
   /**
@@ -178,7 +192,7 @@ export class ConversationMemory {
     const threshold = options.threshold ?? DEFAULT_MEMORY_THRESHOLD;
     checkTopK("recall: topK", topK);
     checkThreshold("recall: threshold", threshold);
-    const rows = this.turns.list(options.sessionId, { exceptThread: options.threadId });
+    const rows = await this.turns.list(options.sessionId, { exceptThread: options.threadId });
     if (rows.length === 0) return [];
     const queryVector = await this.embedder.embedQuery(options.query);
     const vectors = await this.vectorsOf(rows, queryVector.length);
@@ -197,7 +211,7 @@ export class ConversationMemory {
    * Lists stored memories of a session (of one thread when given), oldest first.
    * @throws KnowledgeLayerError for a missing session id.
    */
-  list(filter: { sessionId: string; threadId?: string }): Memory[] {
+  async list(filter: { sessionId: string; threadId?: string }): Promise<Memory[]> {
     checkId("sessionId", filter.sessionId);
     return this.turns.list(filter.sessionId, { threadId: filter.threadId });
   }
@@ -207,7 +221,7 @@ export class ConversationMemory {
    * @returns how many turns were deleted.
    * @throws KnowledgeLayerError for a missing session id or an empty thread id.
    */
-  forget(filter: { sessionId: string; threadId?: string }): number {
+  async forget(filter: { sessionId: string; threadId?: string }): Promise<number> {
     checkId("sessionId", filter.sessionId);
     if (filter.threadId !== undefined) checkId("threadId", filter.threadId);
     return this.turns.forget(filter.sessionId, filter.threadId);
@@ -219,7 +233,7 @@ export class ConversationMemory {
    * @returns how many turns were deleted.
    * @throws KnowledgeLayerError for an empty prefix.
    */
-  forgetSessionsWithPrefix(prefix: string): number {
+  async forgetSessionsWithPrefix(prefix: string): Promise<number> {
     checkId("prefix", prefix);
     return this.turns.forgetSessionsWithPrefix(prefix);
   }
@@ -229,12 +243,12 @@ export class ConversationMemory {
    * have none or one of another length than the query vector.
    */
   private async vectorsOf(rows: Memory[], dimension: number): Promise<Float32Array[]> {
-    const out: (Float32Array | undefined)[] = this.turns
-      .vectors(
+    const out: (Float32Array | undefined)[] = (
+      await this.turns.vectors(
         rows.map((row) => row.id),
         this.model(),
       )
-      .map((vector) => (vector && vector.length === dimension ? vector : undefined));
+    ).map((vector) => (vector && vector.length === dimension ? vector : undefined));
     const missing = rows.map((row, i) => ({ row, i })).filter(({ i }) => out[i] === undefined);
     if (missing.length > 0) {
       const fresh = await this.embedder.embedTexts(missing.map(({ row }) => row.text));
@@ -242,7 +256,7 @@ export class ConversationMemory {
         out[i] = fresh[j] as Float32Array;
       });
       // A turn forgotten while it was embedded is skipped by the store.
-      this.turns.storeVectors(
+      await this.turns.storeVectors(
         missing.map(({ row, i }) => ({ id: row.id, vector: out[i] as Float32Array })),
         this.model(),
       );

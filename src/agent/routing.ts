@@ -130,7 +130,7 @@ export async function attachSource(
 ): Promise<AttachResult> {
   const limit = options.inlineLimit ?? DEFAULT_INLINE_LIMIT;
   checkInlineLimit(limit);
-  const kb = kl.getKb(options.kb ?? DEFAULT_KB);
+  const kb = await kl.getKb(options.kb ?? DEFAULT_KB);
   const extraction = kb.config.extraction;
   let documents: ExtractedDocument[];
   let label: string;

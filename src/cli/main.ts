@@ -16,7 +16,6 @@ import {
   type KnowledgeBaseConfig,
   parseRetrievalMode,
   RETRIEVAL_MODES,
-  type RerankerConfig,
   type RetrievalMode,
   SIZE_UNITS,
   type SizeUnit,
@@ -53,6 +52,14 @@ import {
 } from "./format.js";
 import { registerMcpCommand } from "./mcp.js";
 import { registerServeCommands } from "./serve.js";
+import {
+  embeddingModelHelp,
+  RERANKER_TYPES,
+  rerankerHelp,
+  rerankerOption,
+  rerankerSettingHelp,
+  storeSettingFlags,
+} from "./stage-options.js";
 
 const VERSION = "0.1.0";
 
@@ -184,23 +191,18 @@ async function withKl<T>(
 /** Adds the vector-store options shared by `kb create` and `kb migrate` (`prefix` `store` or `to`). */
 function withStoreOptions(command: Command, prefix: "store" | "to"): Command {
   const typeFlag = prefix === "store" ? "--store <type>" : "--to <type>";
-  return command
-    .addOption(
-      new Option(
-        typeFlag,
-        `vector store${prefix === "store" ? " (default sqlite, the embedded one)" : ""}`,
-      ).choices([...VECTOR_STORE_TYPES]),
-    )
-    .option(
-      `--${prefix}-url <url>`,
-      "server URL: postgres://user:pass@host/db, http://host:6333 (Qdrant), http://host:8000 (Chroma)",
-    )
-    .option(
-      `--${prefix}-index <name>`,
-      "Pinecone index (the KB is a namespace of it; key from $PINECONE_API_KEY)",
-    )
-    .option(`--${prefix}-schema <name>`, "PostgreSQL schema (default kl)")
-    .option(`--${prefix}-collection <name>`, "collection, table or namespace (default kb_<name>)");
+  command.addOption(
+    new Option(
+      typeFlag,
+      `vector store${prefix === "store" ? " (default sqlite, the embedded one)" : ""}`,
+    ).choices([...VECTOR_STORE_TYPES]),
+  );
+  // One flag per setting of the stores' registry (API keys come from the environment).
+  for (const f of storeSettingFlags(prefix)) {
+    const option = new Option(`--${prefix}-${f.flag} ${f.placeholder}`, f.help);
+    command.addOption(f.parse ? option.argParser(f.parse) : option);
+  }
+  return command;
 }
 
 /** The vector-store config of {@link withStoreOptions}' flags, or undefined when no type is given. */
@@ -208,16 +210,12 @@ function storeOption(o: Record<string, unknown>, prefix: "store" | "to"): Vector
   const type = o[prefix] as VectorStoreType | undefined;
   if (!type) return undefined;
   const key = (name: string) => `${prefix}${name}`;
-  const config: VectorStoreConfig = { type };
-  const copy = (field: "url" | "index" | "schema" | "collection", flag: string): void => {
-    const value = o[key(flag)];
-    if (typeof value === "string") config[field] = value;
-  };
-  copy("url", "Url");
-  copy("index", "Index");
-  copy("schema", "Schema");
-  copy("collection", "Collection");
-  return config;
+  const config: Record<string, unknown> = { type };
+  for (const f of storeSettingFlags(prefix)) {
+    const value = o[key(f.attribute)];
+    if (value !== undefined) config[f.setting] = value;
+  }
+  return config as unknown as VectorStoreConfig;
 }
 
 /** The embedding settings of `--embedding-*` flags (keys come from the environment, not flags). */
@@ -286,26 +284,6 @@ const megabytes = (value: string): number => {
   return Math.round(n * 1024 * 1024);
 };
 
-/** The reranker config given by `--reranker*` options, or undefined. */
-function rerankerOption(o: {
-  reranker?: string;
-  rerankerModel?: string;
-  rerankerUrl?: string;
-}): RerankerConfig | undefined {
-  if (!o.reranker) return undefined;
-  const model = o.rerankerModel ?? "";
-  switch (o.reranker) {
-    case "cross-encoder":
-      return { type: "cross-encoder", model };
-    case "cohere":
-      return { type: "cohere", model, ...(o.rerankerUrl ? { baseUrl: o.rerankerUrl } : {}) };
-    case "llm":
-      return { type: "llm", model, baseUrl: o.rerankerUrl ?? "" };
-    default:
-      return { type: o.reranker as "auto" | "none" | "sentence-max-sim" };
-  }
-}
-
 /** Adds the extraction options shared by `kb create`, `extract` and `chunk`. */
 function withExtractionOptions(command: Command): Command {
   return command
@@ -370,10 +348,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
       "embedding provider (default bundled, the offline model)",
     ).choices([...EMBEDDING_PROVIDERS]),
   )
-  .option(
-    "--embedding-model <model>",
-    "embedding model: use-lite, use-lite-int8 or use-lite-static (bundled), a model folder or Hugging Face id (local), a provider model name",
-  )
+  .option("--embedding-model <model>", embeddingModelHelp())
   .option("--embedding-url <url>", "embedding endpoint base URL (openai-compatible, TEI, proxies)")
   .option(
     "--embedding-api-key-env <name>",
@@ -392,17 +367,9 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
       "hybrid fusion: weighted (default: min-max normalised scores) or rrf (reciprocal rank fusion)",
     ).choices(["rrf", "weighted"]),
   )
-  .addOption(
-    new Option(
-      "--reranker <type>",
-      "reranker of hybrid_rerank/advanced (default auto); cross-encoder needs --reranker-model",
-    ).choices(["auto", "none", "sentence-max-sim", "cross-encoder", "cohere", "llm"]),
-  )
-  .option(
-    "--reranker-model <model>",
-    "cross-encoder model folder (or Hugging Face id), Cohere or LLM model name",
-  )
-  .option("--reranker-url <url>", "base URL of the Cohere or OpenAI-compatible endpoint")
+  .addOption(new Option("--reranker <type>", rerankerHelp()).choices([...RERANKER_TYPES]))
+  .option("--reranker-model <model>", rerankerSettingHelp("model"))
+  .option("--reranker-url <url>", rerankerSettingHelp("baseUrl"))
   .option(
     "--min-score <s>",
     "default minimum final score of results (0 = no threshold)",
@@ -427,8 +394,8 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
   .action(async (name: string, o, command: Command) => {
     await withKl(
       command,
-      (kl) => {
-        const record = kl.createKb(name, {
+      async (kl) => {
+        const record = await kl.createKb(name, {
           extraction: extractionOptions(o),
           chunking: {
             strategy: o.strategy as ChunkingStrategy | undefined,
@@ -453,7 +420,7 @@ withStoreOptions(withExtractionOptions(withChunkingOptions(kb.command("create"))
           },
         });
         if (o.json) console.log(JSON.stringify(redactSecrets(record.config), null, 2));
-        else console.log(`created knowledge base "${name}"\n${formatKb(record, kl.counts(name))}`);
+        else console.log(`created knowledge base "${name}"\n${formatKb(record, await kl.counts(name))}`);
       },
       { create: true },
     );
@@ -463,8 +430,8 @@ kb.command("list")
   .description("list knowledge bases with document and chunk counts")
   .option("--json", "print JSON")
   .action(async (o, command: Command) => {
-    await withKl(command, (kl) => {
-      const kbs = kl.listKbs();
+    await withKl(command, async (kl) => {
+      const kbs = await kl.listKbs();
       if (o.json) {
         console.log(
           JSON.stringify(
@@ -494,9 +461,9 @@ kb.command("show")
   .description("show a knowledge base's configuration and counts")
   .option("--json", "print JSON")
   .action(async (name: string, o, command: Command) => {
-    await withKl(command, (kl) => {
-      const record = kl.getKb(name);
-      const counts = kl.counts(name);
+    await withKl(command, async (kl) => {
+      const record = await kl.getKb(name);
+      const counts = await kl.counts(name);
       if (o.json)
         console.log(JSON.stringify({ ...record, config: redactSecrets(record.config), counts }, null, 2));
       else console.log(formatKb(record, counts));
@@ -509,7 +476,7 @@ kb.command("delete")
   .option("--force", "delete it even when its vector store cannot be reached (its collection stays there)")
   .action(async (name: string, _o, command: Command) => {
     await withKl(command, async (kl) => {
-      const counts = kl.counts(name);
+      const counts = await kl.counts(name);
       const { warning } = await kl.deleteKb(name, { force: Boolean(_o.force) });
       if (warning) console.error(`warning: ${warning}`);
       console.log(
@@ -581,7 +548,7 @@ kb.command("reembed")
       }
       if (o.json) console.log(JSON.stringify(result, null, 2));
       else {
-        const e = kl.getKb(name).config.embedding;
+        const e = (await kl.getKb(name)).config.embedding;
         console.log(
           `re-embedded knowledge base "${name}" with ${e.provider}:${e.model} (${result.dimension}-d) into collection "${result.collection}": ${result.done} vectors verified (${result.written} embedded, ${result.skipped} already there)`,
         );
@@ -713,7 +680,9 @@ withExtractionOptions(program.command("extract"))
   .option("--kb <name>", "use this knowledge base's extraction settings")
   .option("--json", "print JSON: documents with uri, metadata, text, segments and warnings")
   .action(async (file: string, o, command: Command) => {
-    const base = o.kb ? await withKl(command, (kl) => kl.getKb(o.kb).config.extraction) : undefined;
+    const base = o.kb
+      ? await withKl(command, async (kl) => (await kl.getKb(o.kb)).config.extraction)
+      : undefined;
     const docs = await extractFile(resolve(file), undefined, mergeExtraction(base, extractionOptions(o)));
     if (o.json) {
       console.log(JSON.stringify({ file: resolve(file), documents: docs }, null, 2));
@@ -737,7 +706,9 @@ withExtractionOptions(withChunkingOptions(program.command("chunk")))
   .option("--kb <name>", "start from this knowledge base's chunking settings")
   .option("--json", "print JSON: documents with their chunks (text, body, start, end, …)")
   .action(async (file: string, o, command: Command) => {
-    const base = o.kb ? await withKl(command, (kl) => kl.getKb(o.kb).config) : defaultKbConfig();
+    const base = o.kb
+      ? await withKl(command, async (kl) => (await kl.getKb(o.kb)).config)
+      : defaultKbConfig();
     const chunking: ChunkingConfig = { ...base.chunking };
     if (o.strategy) chunking.strategy = o.strategy as ChunkingStrategy;
     if (o.chunkSize !== undefined) chunking.chunkSize = o.chunkSize;
@@ -922,9 +893,9 @@ docs
   .option("--json", "print JSON")
   .action(async (o, command: Command) => {
     const filter = whereFilter(o.where);
-    await withKl(command, (kl) => {
-      if (o.kb !== undefined) kl.getKb(o.kb);
-      const list = kl.listDocuments({ kb: o.kb, filter, metadata: true });
+    await withKl(command, async (kl) => {
+      if (o.kb !== undefined) await kl.getKb(o.kb);
+      const list = await kl.listDocuments({ kb: o.kb, filter, metadata: true });
       if (o.json) {
         // Each document with its source attributes (as search results show them, without
         // the chunk-level ones), which include its tags and user metadata.
@@ -993,9 +964,9 @@ docs
       return n;
     });
     await withKl(command, async (kl) => {
-      if (o.kb !== undefined) kl.getKb(o.kb);
+      if (o.kb !== undefined) await kl.getKb(o.kb);
       const targets = filter
-        ? kl.listDocuments({ kb: o.kb, filter })
+        ? await kl.listDocuments({ kb: o.kb, filter })
         : (await Promise.all(wanted.map((id) => kl.getDocument(id, { kb: o.kb })))).filter(
             (d): d is NonNullable<typeof d> => d !== undefined,
           );
@@ -1005,8 +976,7 @@ docs
       // removes a whole KB: that takes --all besides --yes.
       let everything = false;
       if (where !== undefined) {
-        const inScope = kl
-          .listKbs()
+        const inScope = (await kl.listKbs())
           .filter((k) => o.kb === undefined || k.name === o.kb)
           .reduce((n, k) => n + k.counts.documents, 0);
         everything = isEmptyFilter(where) || (targets.length > 0 && targets.length === inScope);

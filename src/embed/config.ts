@@ -198,14 +198,3 @@ export type EmbeddingProviderConfig =
   | CohereConfig
   | HuggingFaceConfig
   | OpenAiCompatibleConfig;
-
-/** The provider names {@link EmbeddingProviderConfig} accepts (`litellm` is an alias of `openai-compatible`). */
-export const EMBEDDING_PROVIDERS = [
-  "bundled",
-  "local",
-  "openai",
-  "cohere",
-  "huggingface",
-  "openai-compatible",
-  "litellm",
-] as const;

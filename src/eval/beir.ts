@@ -146,9 +146,9 @@ export async function evaluateBeir(
   const analyzer = options.analyzer ?? "english";
   const suffix = analyzer === "english" ? "" : `-${analyzer}`;
   const kbName = options.kb ?? `beir-${data.name}${suffix}`.replace(/[^A-Za-z0-9_.-]/g, "-");
-  const existing = kl.catalog.getKb(kbName);
+  const existing = await kl.findKb(kbName);
   if (!existing) {
-    kl.createKb(kbName, {
+    await kl.createKb(kbName, {
       chunking: { strategy: "semantic", chunkSize: options.chunkSize ?? 10_000 },
       retrieval: { analyzer },
     });

@@ -22,7 +22,7 @@ import { emailExtractor } from "./email.js";
 import { htmlExtractor } from "./html.js";
 import { markdownExtractor } from "./markdown.js";
 import { pdfExtractor } from "./pdf.js";
-import { slackExtractor } from "./slack.js";
+import { slackExtractor } from "./slack/index.js";
 import { textExtractor } from "./text.js";
 import { stripControlSequences } from "./util.js";
 
@@ -60,7 +60,7 @@ export {
   parseFrontMatter,
 } from "./markdown.js";
 export { normalizePdfText, pdfExtractor } from "./pdf.js";
-export { compareTs, renderSlackText, type SlackContext, slackExtractor } from "./slack.js";
+export { compareTs, renderSlackText, type SlackContext, slackExtractor } from "./slack/index.js";
 export { textExtractor } from "./text.js";
 
 /** The extractor for each source type. */

@@ -7,16 +7,13 @@
  * new source types.
  */
 import * as z from "zod";
-import type { RetrievalMode } from "../config.js";
+import { RETRIEVAL_MODES, type RetrievalMode, VECTOR_STORE_TYPES, VECTOR_STORES } from "../config.js";
 
 /** Retrieval modes accepted by `search_knowledge` (the `vector` alias of the CLI is not offered). */
-export const MCP_SEARCH_MODES = [
-  "vector_only",
-  "keyword",
-  "hybrid",
-  "hybrid_rerank",
-  "advanced",
-] as const satisfies readonly RetrievalMode[];
+export const MCP_SEARCH_MODES = RETRIEVAL_MODES as readonly RetrievalMode[] as readonly [
+  RetrievalMode,
+  ...RetrievalMode[],
+];
 
 /** Largest `top_k` of `search_knowledge`. */
 export const MCP_MAX_TOP_K = 50;
@@ -146,7 +143,9 @@ export const knowledgeBaseSchema = z.object({
   embedding: z.string().describe("provider:model"),
   vectorStore: z
     .string()
-    .describe("Vector store type: sqlite (embedded), pgvector, qdrant, pinecone, chroma."),
+    .describe(
+      `Vector store type: ${VECTOR_STORE_TYPES.map((t) => (VECTOR_STORES[t].offline ? `${t} (${VECTOR_STORES[t].summary})` : t)).join(", ")}.`,
+    ),
   retrieval: z.object({
     mode: z.string().describe("Default retrieval mode of search_knowledge for this KB."),
     topK: z.number().int(),

@@ -118,7 +118,7 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
     },
     () =>
       guarded("list_knowledge_bases", async () => {
-        const knowledgeBases = kl.listKbs().map((k) => {
+        const knowledgeBases = (await kl.listKbs()).map((k) => {
           const c = k.config;
           return {
             name: k.name,
@@ -168,7 +168,7 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
     },
     (args) =>
       guarded("get_document", async () => {
-        const kbName = kl.getKb(args.kb ?? DEFAULT_KB).name;
+        const kbName = (await kl.getKb(args.kb ?? DEFAULT_KB)).name;
         const doc = await findDocument(kl, kbName, args.uri);
         const full = await kl.documentText(doc.id);
         // Never splits a surrogate pair, and every page before the end holds at least one character.
@@ -234,7 +234,7 @@ export function createKnowledgeServer(kl: KnowledgeLayer, options: KnowledgeServ
       (args, extra) =>
         guarded("ingest_path", async () => {
           const path = await checkIngestPath(args.path, root);
-          const kbName = kl.getKb(args.kb ?? DEFAULT_KB).name;
+          const kbName = (await kl.getKb(args.kb ?? DEFAULT_KB)).name;
           const token = extra._meta?.progressToken;
           let last = 0;
           const run = async (): Promise<IngestSummary> =>

@@ -1,5 +1,6 @@
 /**
- * The reranker seam: builds a {@link Reranker} from configuration.
+ * The reranker seam: builds a {@link Reranker} from configuration, through the registry
+ * of rerankers (./registry.ts, each with its settings schema).
  *
  * Implementations (all share the contract of contract.ts):
  * - `cross-encoder` — a local ONNX cross-encoder (ms-marco-MiniLM layout) via
@@ -14,16 +15,10 @@
  * knowledge base without a cross-encoder never loads it.
  */
 
-import type { Embedder } from "../embed/contract.js";
-import { createEmbedder } from "../embed/index.js";
 import { ConfigError } from "../errors.js";
-import { HTTP_SCHEMES, urlProblem } from "../http.js";
-import { CohereReranker } from "./cohere.js";
 import type { Reranker } from "./contract.js";
-import { CROSS_ENCODER_DTYPES, type CrossEncoderDtype, CrossEncoderReranker } from "./cross-encoder.js";
-import { LlmReranker } from "./llm.js";
-import { NoneReranker } from "./none.js";
-import { SentenceMaxSimReranker } from "./sentence-max-sim.js";
+import type { CrossEncoderDtype } from "./cross-encoder.js";
+import { RERANKER_TYPES, type RerankerDeps, rerankerOf } from "./registry.js";
 
 export { CohereReranker, type CohereRerankerOptions } from "./cohere.js";
 export type { Reranker, RerankOptions, RerankScale, RerankScore } from "./contract.js";
@@ -31,6 +26,13 @@ export { RerankError } from "./contract.js";
 export { type CrossEncoderOptions, CrossEncoderReranker } from "./cross-encoder.js";
 export { LlmReranker, type LlmRerankerOptions } from "./llm.js";
 export { NoneReranker } from "./none.js";
+export {
+  RERANKER_TYPES,
+  RERANKERS,
+  type RerankerDeps,
+  type RerankerImplementation,
+  type RerankerType,
+} from "./registry.js";
 export { type SentenceMaxSimOptions, SentenceMaxSimReranker } from "./sentence-max-sim.js";
 
 /** Transport settings shared by the remote rerankers (see http.ts). */
@@ -88,49 +90,6 @@ export type RerankerConfig =
       windowSize?: number;
     } & RemoteFields);
 
-/** Everything {@link createReranker} can use besides the configuration. */
-export interface RerankerDeps {
-  /** Embedder of `sentence-max-sim`; default the bundled USE-lite model. */
-  embedder?: Embedder;
-}
-
-const TYPES = ["auto", "none", "sentence-max-sim", "cross-encoder", "cohere", "llm"] as const;
-
-function fail(field: string, problem: string): never {
-  throw new ConfigError(`reranker.${field} ${problem}`);
-}
-
-function requireString(config: Record<string, unknown>, field: string): string {
-  const v = config[field];
-  if (typeof v !== "string" || v.trim() === "")
-    fail(field, `must be a non-empty string, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function optionalString(config: Record<string, unknown>, field: string): string | undefined {
-  const v = config[field];
-  if (v === undefined) return undefined;
-  if (typeof v !== "string") fail(field, `must be a string, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function optionalInt(config: Record<string, unknown>, field: string, min: number): number | undefined {
-  const v = config[field];
-  if (v === undefined) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
-    fail(field, `must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
-  }
-  return v;
-}
-
-function optionalUrl(config: Record<string, unknown>, field: string): string | undefined {
-  const v = optionalString(config, field);
-  if (v === undefined) return undefined;
-  const problem = urlProblem(v, { schemes: HTTP_SCHEMES, credentials: false });
-  if (problem !== undefined) fail(field, problem);
-  return v;
-}
-
 /**
  * Builds the reranker a configuration describes. Validates every field first.
  *
@@ -143,65 +102,11 @@ export function createReranker(config: RerankerConfig, deps: RerankerDeps = {}):
   if (config === null || typeof config !== "object") {
     throw new ConfigError(`reranker must be an object with a "type", got ${JSON.stringify(config)}`);
   }
-  const c = config as Record<string, unknown>;
-  switch (config.type) {
-    case "auto":
-    case "none":
-      return new NoneReranker();
-    case "sentence-max-sim": {
-      const w = c.passageWeight;
-      if (w !== undefined && (typeof w !== "number" || !(w >= 0 && w <= 1))) {
-        fail("passageWeight", `must be a number in [0, 1], got ${JSON.stringify(w)}`);
-      }
-      const maxSentences = optionalInt(c, "maxSentences", 1);
-      const embedder =
-        deps.embedder ?? createEmbedder({ provider: "bundled", model: "use-lite", batchSize: 32 });
-      return new SentenceMaxSimReranker(embedder, { passageWeight: w as number | undefined, maxSentences });
-    }
-    case "cross-encoder": {
-      const model = requireString(c, "model");
-      const batchSize = optionalInt(c, "batchSize", 1);
-      const maxLength = optionalInt(c, "maxLength", 4);
-      const threads = optionalInt(c, "threads", 1);
-      const dtype = optionalString(c, "dtype");
-      if (dtype !== undefined && !Object.hasOwn(CROSS_ENCODER_DTYPES, dtype)) {
-        fail(
-          "dtype",
-          `must be one of ${Object.keys(CROSS_ENCODER_DTYPES).join(", ")}, got ${JSON.stringify(dtype)}`,
-        );
-      }
-      return new CrossEncoderReranker({
-        model,
-        batchSize,
-        maxLength,
-        threads,
-        dtype: dtype as CrossEncoderDtype | undefined,
-      });
-    }
-    case "cohere": {
-      const model = requireString(c, "model");
-      const baseUrl = optionalUrl(c, "baseUrl");
-      const apiKey = optionalString(c, "apiKey") ?? process.env.CO_API_KEY;
-      const timeoutMs = optionalInt(c, "timeoutMs", 1);
-      const maxRetries = optionalInt(c, "maxRetries", 0);
-      if (!apiKey && (baseUrl === undefined || /(^|\.)cohere\.(com|ai)$/.test(new URL(baseUrl).hostname))) {
-        fail("apiKey", "is required for the Cohere API (or set the CO_API_KEY environment variable)");
-      }
-      return new CohereReranker({ model, apiKey, baseUrl, timeoutMs, maxRetries });
-    }
-    case "llm": {
-      const model = requireString(c, "model");
-      if (c.baseUrl === undefined) fail("baseUrl", "is required (an OpenAI-compatible server root)");
-      const baseUrl = optionalUrl(c, "baseUrl") as string;
-      const apiKey = optionalString(c, "apiKey");
-      const windowSize = optionalInt(c, "windowSize", 2);
-      const timeoutMs = optionalInt(c, "timeoutMs", 1);
-      const maxRetries = optionalInt(c, "maxRetries", 0);
-      return new LlmReranker({ model, baseUrl, apiKey, windowSize, timeoutMs, maxRetries });
-    }
-    default:
-      throw new ConfigError(
-        `reranker.type must be one of ${TYPES.join(", ")}, got ${JSON.stringify((config as { type?: unknown }).type)}`,
-      );
+  const impl = rerankerOf(String((config as { type?: unknown }).type));
+  if (!impl) {
+    throw new ConfigError(
+      `reranker.type must be one of ${RERANKER_TYPES.join(", ")}, got ${JSON.stringify((config as { type?: unknown }).type)}`,
+    );
   }
+  return impl.create(config as Record<string, unknown>, deps);
 }

@@ -4,7 +4,7 @@
  * the facade (`KnowledgeLayer.createAgent`, `getAgent`, …).
  */
 import { parseRetrievalMode } from "../config.js";
-import type { AttachmentRetrievalConfig } from "../knowledge-layer.js";
+import type { Agent, Attachment, AttachmentRetrievalConfig, KnowledgeLayer } from "../knowledge-layer.js";
 import { mapFilterValues } from "../retrieve/filter.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 
@@ -24,4 +24,10 @@ export function overridesOf(
   if (config.minScore !== undefined) out.minScore = config.minScore;
   if (config.mode !== undefined) out.mode = parseRetrievalMode(config.mode);
   return out;
+}
+
+/** The attachments of `agent` whose knowledge base still exists, in the agent's order. */
+export async function attachedKbs(kl: KnowledgeLayer, agent: Agent): Promise<Attachment[]> {
+  const found = await Promise.all(agent.kbs.map((a) => kl.findKb(a.kb)));
+  return agent.kbs.filter((_, i) => found[i] !== undefined);
 }

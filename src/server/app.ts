@@ -23,8 +23,8 @@ import multipart from "@fastify/multipart";
 import swagger from "@fastify/swagger";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { INLINE_DOCUMENT_SEPARATOR, routeText } from "../agent/routing.js";
-import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
-import { BUNDLED_MODELS } from "../embed/bundled-models.js";
+import { type KnowledgeBaseConfig, type RetrievalMode, VECTOR_STORES } from "../config.js";
+import { EMBEDDING_PROVIDER_REGISTRY } from "../embed/registry.js";
 import { ExtractionError } from "../errors.js";
 import { DEFAULT_EXTRACTION_LIMITS } from "../extract/contract.js";
 import { extractBytes } from "../extract/index.js";
@@ -38,6 +38,7 @@ import type {
   KnowledgeLayer,
   SearchResponse,
 } from "../knowledge-layer.js";
+import { RERANKERS } from "../rerank/registry.js";
 import {
   type Filter,
   type FilterScalar,
@@ -47,11 +48,12 @@ import {
 } from "../retrieve/filter.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import { redactSecrets } from "../secrets.js";
-import { overridesOf } from "./agents.js";
+import { offlineNamesOf, type Registry } from "../settings.js";
+import { attachedKbs, overridesOf } from "./agents.js";
 import { AgentConversations, type ContextRequest, type TurnInput } from "./conversations.js";
 import { deleteDocuments, getDocument, listDocuments } from "./documents.js";
 import { formatBytes, HttpError, installErrorHandlers } from "./errors.js";
-import { isFinished, JobManager, type UploadedFile } from "./jobs.js";
+import { JobManager, type UploadedFile } from "./jobs.js";
 import { schemas } from "./schemas.js";
 import { installAuth, internalKbName, kbNameProblem, ownsKb, tenantKbName, tenantText } from "./tenancy.js";
 
@@ -197,18 +199,18 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   });
 
   /** The tenant's KB `name`, or a 404 (also for another tenant's KB). */
-  const requireKb = (tenant: string, name: string): KbRecord => {
-    const kb = kbNameProblem(tenant, name) ? undefined : kl.findKb(internalKbName(tenant, name));
+  const requireKb = async (tenant: string, name: string): Promise<KbRecord> => {
+    const kb = kbNameProblem(tenant, name) ? undefined : await kl.findKb(internalKbName(tenant, name));
     if (!kb) throw new HttpError(404, `knowledge base "${name}" not found`);
     return kb;
   };
 
-  const kbView = (tenant: string, kb: KbRecord) => ({
+  const kbView = async (tenant: string, kb: KbRecord) => ({
     name: tenantKbName(tenant, kb.name),
     createdAt: kb.createdAt,
     config: redactSecrets({ ...kb.config, name: tenantKbName(tenant, kb.name) }),
-    counts: kl.counts(kb.name),
-    activeJobs: jobs.active(kb.name),
+    counts: await kl.counts(kb.name),
+    activeJobs: await jobs.active(kb.name),
   });
 
   const agentView = (tenant: string, agent: Agent) => ({
@@ -257,27 +259,27 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       if (problem) throw new HttpError(400, problem, "name");
       checkTenantSettings(overrides as Obj, allowServices);
       const internal = internalKbName(tenant, name);
-      if (kl.findKb(internal)) throw new HttpError(409, `knowledge base "${name}" already exists`, "name");
-      const record = kl.createKb(internal, overrides);
+      if (await kl.findKb(internal))
+        throw new HttpError(409, `knowledge base "${name}" already exists`, "name");
+      const record = await kl.createKb(internal, overrides);
       return reply
         .code(201)
         .header("location", `/kbs/${encodeURIComponent(name)}`)
-        .send(kbView(tenant, record));
+        .send(await kbView(tenant, record));
     },
   );
 
   app.get("/kbs", { schema: schemas.listKbs }, async (request) => {
     const { tenant } = request;
     return {
-      kbs: kl
-        .knowledgeBases()
-        .filter((k) => ownsKb(tenant, k.name))
-        .map((k) => kbView(tenant, k)),
+      kbs: await Promise.all(
+        (await kl.knowledgeBases()).filter((k) => ownsKb(tenant, k.name)).map((k) => kbView(tenant, k)),
+      ),
     };
   });
 
   app.get<{ Params: { kb: string } }>("/kbs/:kb", { schema: schemas.getKb }, async (request) =>
-    kbView(request.tenant, requireKb(request.tenant, request.params.kb)),
+    kbView(request.tenant, await requireKb(request.tenant, request.params.kb)),
   );
 
   app.patch<{ Params: { kb: string }; Body: { retrieval?: Obj; extraction?: Obj } }>(
@@ -285,16 +287,16 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.updateKb },
     async (request) => {
       const { tenant } = request;
-      const kb = requireKb(tenant, request.params.kb);
+      const kb = await requireKb(tenant, request.params.kb);
       const { retrieval, extraction } = request.body;
       checkTenantSettings({ retrieval, extraction }, allowServices);
-      return kbView(tenant, kl.updateKb(kb.name, { retrieval, extraction } as KbUpdate));
+      return kbView(tenant, await kl.updateKb(kb.name, { retrieval, extraction } as KbUpdate));
     },
   );
 
   app.delete<{ Params: { kb: string } }>("/kbs/:kb", { schema: schemas.deleteKb }, async (request, reply) => {
-    const kb = requireKb(request.tenant, request.params.kb);
-    const active = jobs.active(kb.name);
+    const kb = await requireKb(request.tenant, request.params.kb);
+    const active = await jobs.active(kb.name);
     if (active.length > 0) {
       throw new HttpError(
         409,
@@ -312,7 +314,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.uploadDocuments },
     async (request, reply) => {
       const { tenant } = request;
-      const kb = requireKb(tenant, request.params.kb);
+      const kb = await requireKb(tenant, request.params.kb);
       if (!request.isMultipart()) {
         throw new HttpError(415, "upload files as multipart/form-data (one file part per document)");
       }
@@ -377,7 +379,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
         await jobs.release(dir);
         throw error;
       }
-      const job = jobs.submit({
+      const job = await jobs.submit({
         id,
         dir,
         tenant,
@@ -396,7 +398,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     { schema: schemas.listDocuments },
     async (request) => {
       const { tenant } = request;
-      const kb = requireKb(tenant, request.params.kb);
+      const kb = await requireKb(tenant, request.params.kb);
       const limit = Number(request.query.limit ?? 100);
       const offset = Number(request.query.offset ?? 0);
       if (limit < 1 || limit > 1000)
@@ -413,7 +415,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/kbs/:kb/documents/:id",
     { schema: schemas.getDocument },
     async (request) => {
-      const kb = requireKb(request.tenant, request.params.kb);
+      const kb = await requireKb(request.tenant, request.params.kb);
       const doc = await getDocument(kl, kb.name, Number(request.params.id));
       if (!doc)
         throw new HttpError(
@@ -428,7 +430,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     "/kbs/:kb/documents/:id",
     { schema: schemas.deleteDocument },
     async (request, reply) => {
-      const kb = requireKb(request.tenant, request.params.kb);
+      const kb = await requireKb(request.tenant, request.params.kb);
       const deleted = await deleteDocuments(kl, kb, [Number(request.params.id)]);
       if (deleted === 0)
         throw new HttpError(
@@ -441,79 +443,100 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
 
   // ---- jobs ----
 
-  app.get("/jobs", { schema: schemas.listJobs }, async (request) => ({ jobs: jobs.list(request.tenant) }));
+  app.get("/jobs", { schema: schemas.listJobs }, async (request) => ({
+    jobs: await jobs.list(request.tenant),
+  }));
 
   app.get<{ Params: { id: string } }>("/jobs/:id", { schema: schemas.getJob }, async (request) => {
-    const job = jobs.get(request.tenant, request.params.id);
+    const job = await jobs.get(request.tenant, request.params.id);
     if (!job) throw new HttpError(404, `job "${request.params.id}" not found`);
     return job;
   });
 
-  app.get<{ Params: { id: string } }>("/jobs/:id/events", { schema: schemas.jobEvents }, (request, reply) => {
-    const { tenant } = request;
-    const found = jobs.snapshot(tenant, request.params.id);
-    if (!found) throw new HttpError(404, `job "${request.params.id}" not found`);
-    const { job, seq } = found;
-    // A reconnecting client (EventSource sends it by itself) gets every stored event after the last it saw.
-    const header = request.headers["last-event-id"];
-    const lastId = Array.isArray(header) ? header[0] : header;
-    if (lastId !== undefined && !/^\d{1,9}$/.test(lastId.trim()))
-      throw new HttpError(400, `Last-Event-ID must be an event id of this job (a number), not "${lastId}"`);
-    const after = lastId === undefined ? undefined : Number(lastId.trim());
-    // Stored events and the live subscription are taken in one synchronous step: none falls in between.
-    const missed = after === undefined ? [] : (jobs.eventsAfter(tenant, job.id, after) ?? []);
-    const finished = isFinished(job.status);
-    // Nothing after the client's last event of a finished job: 204 tells EventSource not to reconnect.
-    if (after !== undefined && finished && missed.length === 0) return reply.code(204).send();
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache, no-transform",
-      connection: "keep-alive",
-      "x-accel-buffering": "no",
-    });
-    const write = (event: string, data: unknown, id?: number): void => {
-      res.write(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    };
-    if (after === undefined) {
-      // The job as of its last event: a client reconnecting after this sends that id and gets what follows.
-      write("status", job, finished ? undefined : seq);
-      if (finished) {
-        write("done", job);
-        res.end();
-        return;
+  app.get<{ Params: { id: string } }>(
+    "/jobs/:id/events",
+    { schema: schemas.jobEvents },
+    async (request, reply) => {
+      const { tenant } = request;
+      // Live events are held from here on, so none falls between the stored ones and the subscription.
+      const follower = await jobs.follow(tenant, request.params.id);
+      if (!follower) throw new HttpError(404, `job "${request.params.id}" not found`);
+      const { job, seq } = follower;
+      // A reconnecting client (EventSource sends it by itself) gets every stored event after the last it saw.
+      const header = request.headers["last-event-id"];
+      const lastId = Array.isArray(header) ? header[0] : header;
+      if (lastId !== undefined && !/^\d{1,9}$/.test(lastId.trim())) {
+        follower.stop();
+        throw new HttpError(400, `Last-Event-ID must be an event id of this job (a number), not "${lastId}"`);
       }
-    } else {
-      for (const e of missed) write(e.type, e.job, e.seq);
-      if (finished) {
-        res.end();
-        return;
+      const after = lastId === undefined ? undefined : Number(lastId.trim());
+      let missed: Awaited<ReturnType<typeof follower.eventsAfter>>;
+      try {
+        missed = after === undefined ? [] : await follower.eventsAfter(after);
+      } catch (error) {
+        follower.stop();
+        throw error;
       }
-    }
-    streams.add(res);
-    const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
-    const stop = (): void => {
-      clearInterval(keepAlive);
-      unsubscribe?.();
-      streams.delete(res);
-    };
-    const unsubscribe = jobs.subscribe(tenant, job.id, (event) => {
-      write(event.type, event.job, event.seq);
-      if (event.type === "done") {
-        stop();
-        res.end();
+      const finished = follower.finished;
+      // Nothing after the client's last event of a finished job: 204 tells EventSource not to reconnect.
+      if (after !== undefined && finished && missed.length === 0) {
+        follower.stop();
+        return reply.code(204).send();
       }
-    });
-    res.on("close", stop);
-  });
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        connection: "keep-alive",
+        "x-accel-buffering": "no",
+      });
+      const write = (event: string, data: unknown, id?: number): void => {
+        res.write(
+          `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
+        );
+      };
+      if (after === undefined) {
+        // The job as of its last event: a client reconnecting after this sends that id and gets what follows.
+        write("status", job, finished ? undefined : seq);
+        if (finished) {
+          follower.stop();
+          write("done", job);
+          res.end();
+          return;
+        }
+      } else {
+        for (const e of missed) write(e.type, e.job, e.seq);
+        if (finished) {
+          follower.stop();
+          res.end();
+          return;
+        }
+      }
+      streams.add(res);
+      const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+      const stop = (): void => {
+        clearInterval(keepAlive);
+        follower.stop();
+        streams.delete(res);
+      };
+      res.on("close", stop);
+      follower.listen((event) => {
+        write(event.type, event.job, event.seq);
+        if (event.type === "done") {
+          stop();
+          res.end();
+        }
+      });
+    },
+  );
 
   // ---- agents ----
 
   /** Catalog names of attachments, checked to be the tenant's KBs (`field` names the body path). */
-  const resolveAttachment = (tenant: string, kb: string, field?: string): string => {
+  const resolveAttachment = async (tenant: string, kb: string, field?: string): Promise<string> => {
     const internal = kbNameProblem(tenant, kb) ? undefined : internalKbName(tenant, kb);
-    if (!internal || !kl.findKb(internal)) {
+    if (!internal || !(await kl.findKb(internal))) {
       if (field) throw new HttpError(400, `unknown knowledge base "${kb}"`, field);
       throw new HttpError(404, `knowledge base "${kb}" not found`);
     }
@@ -531,11 +554,15 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   }>("/agents", { schema: schemas.createAgent }, async (request, reply) => {
     const { tenant } = request;
     const body = request.body;
-    const kbs = (body.kbs ?? []).map((a, i) => {
+    const kbs: { kb: string; retrievalConfig: AttachmentRetrievalConfig }[] = [];
+    for (const [i, a] of (body.kbs ?? []).entries()) {
       if (a.retrievalConfig?.filter !== undefined)
         parseFilter(a.retrievalConfig.filter, `kbs.${i}.retrievalConfig.filter`);
-      return { kb: resolveAttachment(tenant, a.kb, `kbs.${i}.kb`), retrievalConfig: a.retrievalConfig ?? {} };
-    });
+      kbs.push({
+        kb: await resolveAttachment(tenant, a.kb, `kbs.${i}.kb`),
+        retrievalConfig: a.retrievalConfig ?? {},
+      });
+    }
     const agent = await kl.createAgent(tenant, { ...body, kbs });
     return reply.code(201).header("location", `/agents/${agent.id}`).send(agentView(tenant, agent));
   });
@@ -567,7 +594,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     async (request, reply) => {
       if (!(await kl.deleteAgent(request.tenant, request.params.id)))
         throw new HttpError(404, `agent "${request.params.id}" not found`);
-      conversations.forgetAgent(request.tenant, request.params.id);
+      await conversations.forgetAgent(request.tenant, request.params.id);
       return reply.code(204).send();
     },
   );
@@ -578,7 +605,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   }>("/agents/:id/kbs/:kb", { schema: schemas.attachKb }, async (request) => {
     const { tenant } = request;
     await requireAgent(tenant, request.params.id);
-    const internal = resolveAttachment(tenant, request.params.kb);
+    const internal = await resolveAttachment(tenant, request.params.kb);
     if (request.body?.retrievalConfig?.filter !== undefined)
       parseFilter(request.body.retrievalConfig.filter, "retrievalConfig.filter");
     const agent = await kl.attachKb(tenant, request.params.id, internal, request.body?.retrievalConfig ?? {});
@@ -607,7 +634,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
     async (request) => {
       const { tenant } = request;
       const agent = await requireAgent(tenant, request.params.id);
-      const attached = agent.kbs.filter((a) => kl.findKb(a.kb));
+      const attached = await attachedKbs(kl, agent);
       const topK = request.body.topK ?? agent.topK;
       if (attached.length === 0) {
         return {
@@ -642,15 +669,19 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
    * when none is given and none is attached.
    * @throws HttpError 400 (`kb`) for an unknown or unattached KB.
    */
-  const attachmentKb = (tenant: string, agent: Agent, name: string | undefined): KbRecord | undefined => {
+  const attachmentKb = async (
+    tenant: string,
+    agent: Agent,
+    name: string | undefined,
+  ): Promise<KbRecord | undefined> => {
     if (name === undefined) {
       for (const a of agent.kbs) {
-        const kb = kl.findKb(a.kb);
+        const kb = await kl.findKb(a.kb);
         if (kb) return kb;
       }
       return undefined;
     }
-    const internal = resolveAttachment(tenant, name, "kb");
+    const internal = await resolveAttachment(tenant, name, "kb");
     if (!agent.kbs.some((a) => a.kb === internal))
       throw new HttpError(400, `knowledge base "${name}" is not attached to agent "${agent.id}"`, "kb");
     return kl.findKb(internal);
@@ -715,7 +746,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
             `the form field "kb" ("${kbField}") and the query parameter "kb" ("${queryKb}") differ`,
             "kb",
           );
-        const kb = attachmentKb(tenant, agent, kbField ?? queryKb);
+        const kb = await attachmentKb(tenant, agent, kbField ?? queryKb);
         let documents: Awaited<ReturnType<typeof extractBytes>>;
         try {
           documents = await extractBytes(
@@ -744,7 +775,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
             "kb",
           );
         }
-        const job = jobs.submit({
+        const job = await jobs.submit({
           id,
           dir,
           tenant,
@@ -789,7 +820,7 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
       const agent = await requireAgent(request.tenant, request.params.id);
       const { sessionId } = request.params;
       const { threadId } = request.query;
-      const deleted = conversations.forget(request.tenant, agent, sessionId, threadId);
+      const deleted = await conversations.forget(request.tenant, agent, sessionId, threadId);
       return { sessionId, ...(threadId === undefined ? {} : { threadId }), deleted };
     },
   );
@@ -819,12 +850,9 @@ export async function buildServer(kl: KnowledgeLayer, options: ServerOptions = {
   }>("/search", { schema: schemas.search }, async (request) => {
     const { tenant } = request;
     const body = request.body;
-    const kbs = body.kbs
-      ? body.kbs.map((name) => requireKb(tenant, name).name)
-      : kl
-          .knowledgeBases()
-          .map((k) => k.name)
-          .filter((name) => ownsKb(tenant, name));
+    const kbs: string[] = [];
+    if (body.kbs) for (const name of body.kbs) kbs.push((await requireKb(tenant, name)).name);
+    else for (const k of await kl.knowledgeBases()) if (ownsKb(tenant, k.name)) kbs.push(k.name);
     if (kbs.length === 0) {
       return {
         query: body.query,
@@ -920,8 +948,15 @@ function duplicateUploadMessage(
 
 const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Reranker types that run offline on the bundled model. */
-const OFFLINE_RERANKERS = ["auto", "none", "sentence-max-sim"];
+/** Reranker types that run offline on the bundled model (from the rerankers' registry). */
+const OFFLINE_RERANKERS = offlineNamesOf(RERANKERS);
+/** Embedding providers, and their models, that run offline (from the providers' registry). */
+const OFFLINE_EMBEDDING_PROVIDERS = offlineNamesOf(EMBEDDING_PROVIDER_REGISTRY);
+const OFFLINE_EMBEDDING_MODELS: readonly unknown[] = OFFLINE_EMBEDDING_PROVIDERS.flatMap(
+  (p) => (EMBEDDING_PROVIDER_REGISTRY as Registry)[p]?.settings.model?.enum ?? [],
+);
+/** Vector stores in the data directory (from the stores' registry). */
+const OFFLINE_VECTOR_STORES = offlineNamesOf(VECTOR_STORES);
 
 /**
  * Refuses settings that make the server call other services or read its files,
@@ -961,14 +996,14 @@ export function checkTenantSettings(settings: Obj, allow: boolean): void {
   if (isObject(embedding)) {
     for (const [key, value] of Object.entries(embedding)) {
       const ok =
-        (key === "provider" && value === "bundled") ||
-        (key === "model" && (BUNDLED_MODELS as readonly unknown[]).includes(value));
+        (key === "provider" && OFFLINE_EMBEDDING_PROVIDERS.includes(String(value))) ||
+        (key === "model" && OFFLINE_EMBEDDING_MODELS.includes(value));
       if (!ok) throw new HttpError(400, `embedding.${key} cannot be set: ${hint}`, `embedding.${key}`);
     }
   } else if (embedding !== undefined) throw new HttpError(400, "embedding must be an object", "embedding");
   if (isObject(vectorStore)) {
     for (const [key, value] of Object.entries(vectorStore)) {
-      if (!(key === "type" && value === "sqlite"))
+      if (!(key === "type" && OFFLINE_VECTOR_STORES.includes(String(value))))
         throw new HttpError(400, `vectorStore.${key} cannot be set: ${hint}`, `vectorStore.${key}`);
     }
   } else if (vectorStore !== undefined)

@@ -26,7 +26,7 @@ import { DEFAULT_CHUNK_TOP_K, retrieveForTurn } from "../agent/retrieve.js";
 import { defaultKbConfig } from "../config.js";
 import type { KnowledgeLayer, SearchResult } from "../knowledge-layer.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
-import { type Agent, overridesOf } from "./agents.js";
+import { type Agent, attachedKbs, overridesOf } from "./agents.js";
 import { HttpError } from "./errors.js";
 import { tenantKbName, tenantText } from "./tenancy.js";
 
@@ -106,12 +106,12 @@ export class AgentConversations {
   }
 
   /** Forgets a session of `agent` (one thread when given); returns how many turns went. */
-  forget(tenant: string, agent: Agent, sessionId: string, threadId?: string): number {
+  forget(tenant: string, agent: Agent, sessionId: string, threadId?: string): Promise<number> {
     return this.memory.forget({ sessionId: sessionKey(tenant, agent.id, sessionId), threadId });
   }
 
   /** Forgets every session of an agent (when it is deleted); returns how many turns went. */
-  forgetAgent(tenant: string, agentId: string): number {
+  forgetAgent(tenant: string, agentId: string): Promise<number> {
     return this.memory.forgetSessionsWithPrefix(sessionKey(tenant, agentId, ""));
   }
 
@@ -122,7 +122,7 @@ export class AgentConversations {
    * @throws HttpError 400 (`budget`) when the kept parts alone exceed the budget.
    */
   async context(tenant: string, agent: Agent, body: ContextRequest): Promise<ContextView> {
-    const attached = agent.kbs.filter((a) => this.kl.findKb(a.kb));
+    const attached = await attachedKbs(this.kl, agent);
     const perKb: Record<string, KbRetrievalOverrides> = {};
     for (const a of attached) perKb[a.kb] = overridesOf(a.retrievalConfig);
     const warnings: string[] = [];

@@ -47,7 +47,7 @@ export async function listDocuments(
   offset: number,
   filter?: Filter,
 ): Promise<{ documents: DocumentView[]; total: number }> {
-  const documents = kl.listDocuments({ kb, filter, limit, offset }).map(toView);
+  const documents = (await kl.listDocuments({ kb, filter, limit, offset })).map(toView);
   return { documents, total: await kl.countDocuments({ kb, filter }) };
 }
 
@@ -63,12 +63,12 @@ export async function getDocument(
 }
 
 /** Ids of a KB's documents that came from source `path` (an upload and its child documents). */
-export function documentIdsOfSource(
+export async function documentIdsOfSource(
   kl: KnowledgeLayer,
   kb: string,
   path: string,
-): { id: number; uri: string }[] {
-  return kl.documentsOfSource(kb, path).map((d) => ({ id: d.id, uri: d.uri }));
+): Promise<{ id: number; uri: string }[]> {
+  return (await kl.documentsOfSource(kb, path)).map((d) => ({ id: d.id, uri: d.uri }));
 }
 
 /**

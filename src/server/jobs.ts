@@ -21,7 +21,7 @@
  * after the file it is on, going back to `queued`; {@link JobManager.start} (server
  * start) resumes every queued or running job. Listeners (server-sent events) get a
  * `progress` event per step and a final `done` event; events are stored, so a client
- * can reconnect with the id of the last one it saw ({@link JobManager.eventsAfter}).
+ * can reconnect with the id of the last one it saw ({@link JobManager.follow}).
  */
 
 import { randomUUID } from "node:crypto";
@@ -89,6 +89,28 @@ export interface JobEvent {
   job: JobView;
 }
 
+/**
+ * One client following a job ({@link JobManager.follow}): the job as it was read, the
+ * stored events it asks for, then the live ones, with none missed or repeated in between.
+ */
+export interface JobFollower {
+  /** The job when it was read. */
+  job: JobView;
+  /** Id of the job's last event when it was read (0 before the first). */
+  seq: number;
+  /** True once the job is known to have finished (read so, or a `done` event was read). */
+  readonly finished: boolean;
+  /**
+   * The stored events after event id `afterSeq`, each with the job as it was then (exactly
+   * what was sent live). Live events these cover are not delivered again.
+   */
+  eventsAfter(afterSeq: number): Promise<JobEvent[]>;
+  /** Calls `listener` with each later event: first those that arrived since the job was read. */
+  listen(listener: (event: JobEvent) => void): void;
+  /** Stops following (call it also when {@link listen} was never called). */
+  stop(): void;
+}
+
 /** Options of a {@link JobManager}. */
 export interface JobManagerOptions {
   /** Folder under which each tenant's uploads are written. */
@@ -121,13 +143,13 @@ export class JobManager {
    * Returns the ids of the resumed jobs.
    */
   async start(): Promise<string[]> {
-    const pending = this.kl.pendingJobs();
+    const pending = await this.kl.pendingJobs();
     const keep = new Set(pending.map((j) => resolve(j.dir)));
     await removeOrphanUploads(this.options.uploadsDir, keep);
-    for (const tenant of this.kl.jobTenants()) this.kl.pruneJobs(tenant, this.maxFinished());
+    for (const tenant of await this.kl.jobTenants()) await this.kl.pruneJobs(tenant, this.maxFinished());
     for (let job of pending) {
       if (job.status === "running")
-        job = this.step(job, {
+        job = await this.step(job, {
           state: { ...stateOf(job), status: "queued", current: undefined },
           event: "progress",
         });
@@ -155,7 +177,7 @@ export class JobManager {
    * finished. Once this returns the job survives a restart. While the server shuts
    * down the job is stored but not started (the next start runs it).
    */
-  submit(input: {
+  async submit(input: {
     id: string;
     dir: string;
     tenant: string;
@@ -166,13 +188,13 @@ export class JobManager {
     metadata?: UserMetadata;
     /** Keep only documents with text (an agent attachment). */
     textOnly?: boolean;
-  }): JobView {
+  }): Promise<JobView> {
     const options: JobRecord["options"] = { embed: input.embed };
     if (input.metadata?.meta && Object.keys(input.metadata.meta).length > 0)
       options.meta = input.metadata.meta;
     if (input.metadata?.tags && input.metadata.tags.length > 0) options.tags = input.metadata.tags;
     if (input.textOnly) options.textOnly = true;
-    const job = this.kl.createJob({
+    const job = await this.kl.createJob({
       id: input.id,
       tenant: input.tenant,
       kb: input.kb,
@@ -196,53 +218,79 @@ export class JobManager {
   }
 
   /** One of the tenant's jobs, or undefined (also for another tenant's job). */
-  get(tenant: string, id: string): JobView | undefined {
-    const job = this.kl.getJob(id);
+  async get(tenant: string, id: string): Promise<JobView | undefined> {
+    const job = await this.kl.getJob(id);
     return job && job.tenant === tenant ? view(job) : undefined;
   }
 
-  /** One of the tenant's jobs with the id of its last event (0 before the first), or undefined. */
-  snapshot(tenant: string, id: string): { job: JobView; seq: number } | undefined {
-    const job = this.kl.getJob(id);
-    return job && job.tenant === tenant ? { job: view(job), seq: job.seq } : undefined;
-  }
-
   /** The tenant's stored jobs, newest first. */
-  list(tenant: string): JobView[] {
-    return this.kl.listJobs(tenant).map((j) => view(j));
+  async list(tenant: string): Promise<JobView[]> {
+    return (await this.kl.listJobs(tenant)).map((j) => view(j));
   }
 
   /** Ids of the queued or running jobs of a KB (catalog name). */
-  active(internalKb: string): string[] {
+  active(internalKb: string): Promise<string[]> {
     return this.kl.activeJobs(internalKb);
   }
 
   /**
-   * The tenant's job's stored events after event id `afterSeq`, each with the job as
-   * it was then (exactly what was sent live); undefined for an unknown job. Read and
-   * {@link subscribe} in the same synchronous step to miss nothing in between.
+   * Follows one of the tenant's jobs (see {@link JobFollower}); undefined for an unknown
+   * job. Live events are held from before the job is read, so an event stored while the
+   * job or its stored events are being read is delivered once: by
+   * {@link JobFollower.eventsAfter} or by the listener, never both, never neither.
    */
-  eventsAfter(tenant: string, id: string, afterSeq: number): JobEvent[] | undefined {
-    const job = this.kl.getJob(id);
-    if (!job || job.tenant !== tenant) return undefined;
-    return this.kl
-      .jobEvents(id, afterSeq)
-      .map((e) => ({ seq: e.seq, type: e.type, job: view(job, e.state) }));
-  }
-
-  /**
-   * Calls `listener` with each later event of the tenant's job; returns the
-   * unsubscribe function, or undefined for an unknown job.
-   */
-  subscribe(tenant: string, id: string, listener: (event: JobEvent) => void): (() => void) | undefined {
-    const job = this.kl.getJob(id);
-    if (!job || job.tenant !== tenant) return undefined;
+  async follow(tenant: string, id: string): Promise<JobFollower | undefined> {
+    const held: JobEvent[] = [];
+    let target: ((event: JobEvent) => void) | undefined;
+    let last = 0;
+    let finished = false;
+    const relay = (event: JobEvent): void => {
+      if (event.seq <= last) return;
+      if (target) target(event);
+      else held.push(event);
+    };
     const set = this.listeners.get(id) ?? new Set();
     this.listeners.set(id, set);
-    set.add(listener);
-    return () => {
-      set.delete(listener);
+    set.add(relay);
+    const stop = (): void => {
+      set.delete(relay);
       if (set.size === 0 && this.listeners.get(id) === set) this.listeners.delete(id);
+    };
+    let job: JobRecord | undefined;
+    try {
+      job = await this.kl.getJob(id);
+    } catch (error) {
+      stop();
+      throw error;
+    }
+    if (!job || job.tenant !== tenant) {
+      stop();
+      return undefined;
+    }
+    const record = job;
+    last = record.seq;
+    finished = isFinished(record.status);
+    return {
+      job: view(record),
+      seq: record.seq,
+      get finished() {
+        return finished;
+      },
+      eventsAfter: async (afterSeq) => {
+        const events = (await this.kl.jobEvents(id, afterSeq)).map((e) => ({
+          seq: e.seq,
+          type: e.type,
+          job: view(record, e.state),
+        }));
+        last = Math.max(last, events.at(-1)?.seq ?? 0);
+        if (events.some((e) => e.type === "done")) finished = true;
+        return events;
+      },
+      listen: (listener) => {
+        target = listener;
+        for (const event of held.splice(0)) if (event.seq > last) listener(event);
+      },
+      stop,
     };
   }
 
@@ -271,8 +319,8 @@ export class JobManager {
   }
 
   /** Applies and stores one step, then tells the job's listeners its event. */
-  private step(job: JobRecord, step: JobStep): JobRecord {
-    const { job: next, event } = this.kl.advanceJob(job.id, step);
+  private async step(job: JobRecord, step: JobStep): Promise<JobRecord> {
+    const { job: next, event } = await this.kl.advanceJob(job.id, step);
     if (event) {
       const out: JobEvent = { seq: event.seq, type: event.type, job: view(next, event.state) };
       for (const listener of this.listeners.get(job.id) ?? []) {
@@ -301,19 +349,19 @@ export class JobManager {
       summary: summarize(job, elapsedMs),
     };
     if (error) state.error = error;
-    this.step(job, { state, elapsedMs, event: "done" });
+    await this.step(job, { state, elapsedMs, event: "done" });
     for (const f of job.files) this.extracted.delete(`${job.id}/${f.n}`);
     await rm(job.dir, { recursive: true, force: true }).catch(() => {});
-    this.kl.pruneJobs(job.tenant, this.maxFinished());
+    await this.kl.pruneJobs(job.tenant, this.maxFinished());
   }
 
   private async execute(id: string): Promise<void> {
-    let job = this.kl.getJob(id);
+    let job = await this.kl.getJob(id);
     if (job?.status !== "queued" || this.closing) return;
     const runStarted = Date.now();
     const before = job.elapsedMs;
     const elapsed = (): number => before + (Date.now() - runStarted);
-    job = this.step(job, {
+    job = await this.step(job, {
       state: { status: "running", done: job.done, startedAt: job.startedAt ?? new Date().toISOString() },
       event: "progress",
     });
@@ -323,7 +371,7 @@ export class JobManager {
         if (this.closing) {
           // Shutting down: stop between files (each file's documents were committed whole);
           // the job resumes from here at the next start.
-          this.step(job, {
+          await this.step(job, {
             state: { ...stateOf(job), status: "queued", current: undefined },
             elapsedMs: elapsed(),
             event: "progress",
@@ -331,7 +379,7 @@ export class JobManager {
           return;
         }
         // Looked up per file: a KB deleted meanwhile stops the job.
-        const kb = this.kl.findKb(job.internalKb);
+        const kb = await this.kl.findKb(job.internalKb);
         if (!kb) {
           await this.finish(
             job,
@@ -342,14 +390,15 @@ export class JobManager {
           return;
         }
         // What the KB held for this name before the job touched it (kept from a first attempt).
-        const prior = file.prior ?? documentIdsOfSource(this.kl, job.internalKb, file.name).map((d) => d.uri);
-        job = this.step(job, {
+        const prior =
+          file.prior ?? (await documentIdsOfSource(this.kl, job.internalKb, file.name)).map((d) => d.uri);
+        job = await this.step(job, {
           state: { ...stateOf(job), current: file.name },
           file: { n: file.n, state: "started", prior },
           event: "progress",
         });
         const result = await this.ingestFile(job, file, prior, kb);
-        job = this.step(job, {
+        job = await this.step(job, {
           state: { ...stateOf(job), done: job.done + 1 },
           elapsedMs: elapsed(),
           file: { n: file.n, state: "done", result },
@@ -366,7 +415,7 @@ export class JobManager {
     } catch (error) {
       this.options.logError?.(error, `job ${job.id} failed`);
       try {
-        const latest = this.kl.getJob(id);
+        const latest = await this.kl.getJob(id);
         if (latest)
           await this.finish(
             latest,
@@ -435,7 +484,9 @@ export class JobManager {
         failed = s.errors.length >= docs.length;
         // Documents an earlier upload of this name yielded and this one does not.
         const uris = new Set(docs.map((d) => d.uri));
-        const stale = documentIdsOfSource(this.kl, job.internalKb, file.name).filter((d) => !uris.has(d.uri));
+        const stale = (await documentIdsOfSource(this.kl, job.internalKb, file.name)).filter(
+          (d) => !uris.has(d.uri),
+        );
         if (stale.length > 0)
           await deleteDocuments(
             this.kl,
@@ -449,7 +500,7 @@ export class JobManager {
       }
     }
     // What this job committed for the file, in this attempt or one a crash cut short.
-    const written = this.kl.jobFileDocuments(job.id, file.n);
+    const written = await this.kl.jobFileDocuments(job.id, file.n);
     const seen = new Set(warnings.map((w) => `${w.file}\u0000${w.reason}`));
     for (const d of written)
       for (const w of d.warnings) {

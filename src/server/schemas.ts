@@ -5,7 +5,10 @@
  */
 import { DEFAULT_CHUNK_TOP_K } from "../agent/retrieve.js";
 import { DEFAULT_INLINE_LIMIT } from "../agent/routing.js";
-import { RETRIEVAL_MODES } from "../config.js";
+import { COMMON_STORE_SETTINGS, RETRIEVAL_MODES, VECTOR_STORES } from "../config.js";
+import { COMMON_EMBEDDING_SETTINGS, EMBEDDING_PROVIDER_REGISTRY } from "../embed/registry.js";
+import { RERANKERS } from "../rerank/registry.js";
+import { sectionJsonSchema } from "../settings.js";
 import { ERROR_SCHEMA } from "./errors.js";
 
 /** Largest `topK` the API accepts. */
@@ -87,17 +90,29 @@ export const RETRIEVAL_CONFIG_SCHEMA = {
 
 const configSections = {
   chunking: { ...anyObject, description: "chunking settings (see the README: strategy, chunkSize, …)" },
-  embedding: {
-    ...anyObject,
-    description: "embedding provider settings (restricted unless the server allows tenant services)",
-  },
-  vectorStore: {
-    ...anyObject,
-    description: "vector store settings (restricted unless the server allows tenant services)",
-  },
+  // The implementations and their settings come from the stage registries.
+  embedding: sectionJsonSchema(
+    EMBEDDING_PROVIDER_REGISTRY,
+    "provider",
+    "embedding provider settings (restricted unless the server allows tenant services)",
+    COMMON_EMBEDDING_SETTINGS,
+  ),
+  vectorStore: sectionJsonSchema(
+    VECTOR_STORES,
+    "type",
+    "vector store settings (restricted unless the server allows tenant services)",
+    COMMON_STORE_SETTINGS,
+  ),
   retrieval: {
     ...anyObject,
     description: "retrieval settings: mode, topK, minScore, fusion, weights, reranker, …",
+    properties: {
+      reranker: sectionJsonSchema(
+        RERANKERS,
+        "type",
+        "reranker of hybrid_rerank and advanced (restricted to the offline ones unless the server allows tenant services)",
+      ),
+    },
   },
   extraction: { ...anyObject, description: "extraction limits and per-format options" },
 } as const;

@@ -56,7 +56,16 @@ export interface DocumentCatalog {
    */
   list(
     kb: string | undefined,
-    options?: { filter?: FilterNode; afterId?: number; limit?: number; offset?: number },
+    options?: { filter?: FilterNode; afterId?: number; limit?: number; offset?: number; metadata?: false },
+  ): Promise<DocumentRecord[]>;
+  /** {@link list} with each document's metadata. */
+  list(
+    kb: string | undefined,
+    options: { filter?: FilterNode; afterId?: number; limit?: number; offset?: number; metadata: true },
+  ): Promise<(DocumentRecord & { metadata: DocumentMetadata })[]>;
+  list(
+    kb: string | undefined,
+    options?: { filter?: FilterNode; afterId?: number; limit?: number; offset?: number; metadata?: boolean },
   ): Promise<DocumentRecord[]>;
   /** Number of documents {@link list} would return without paging. */
   count(kb: string | undefined, filter?: FilterNode): Promise<number>;

@@ -79,7 +79,8 @@ export class SqliteCatalogBackend implements CatalogBackend {
       dataVersion: (name) => later(() => catalog.dataVersion(name)),
     };
     this.documents = {
-      list: (kb, options) => later(() => catalog.listDocuments(kb, options)),
+      list: ((kb: string | undefined, options?: Parameters<Catalog["listDocuments"]>[1]) =>
+        later(() => catalog.listDocuments(kb, options))) as DocumentCatalog["list"],
       count: (kb, filter) => later(() => catalog.countDocuments(kb, filter)),
       byId: (id) => later(() => catalog.documentById(id)),
       byUri: (kb, uri) => later(() => catalog.getDocument(kb, uri)),

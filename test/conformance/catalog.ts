@@ -153,6 +153,12 @@ export function catalogConformance(name: string, factory: CatalogFactory): void 
       expect((await c.documents.list("a", { afterId: ids[2], limit: 10 })).map((d) => d.id)).toEqual(
         ids.slice(3),
       );
+      const detailed = await c.documents.list("a", { limit: 2, metadata: true });
+      expect(detailed.map((d) => [d.id, d.metadata.customer])).toEqual([
+        [ids[0], "globex"],
+        [ids[1], "acme"],
+      ]);
+      expect((await c.documents.list("a", { limit: 1 }))[0]).not.toHaveProperty("metadata");
       expect(await c.documents.count("a")).toBe(5);
       expect(await c.documents.count(undefined)).toBe(6);
       const acme = parseFilter({ customer: "acme" });
