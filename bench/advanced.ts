@@ -44,7 +44,7 @@ const rows: { set: string; scores: Record<string, number> }[] = [];
 async function chroma(): Promise<Record<string, number>> {
   const data = loadChromaChunkingDataset(join(SHARED, "chunking", "chroma"));
   const kb = embed ? "chroma" : "chroma-keyword";
-  if (!kl.catalog.getKb(kb)) kl.createKb(kb);
+  if (!(await kl.findKb(kb))) await kl.createKb(kb);
   await kl.ingestDocuments(
     [...data.corpora].map(([id, text]) => ({
       uri: `chroma:${id}`,

@@ -67,7 +67,7 @@ describe("LLM chunk context", () => {
         minChunkSize: 0,
         contextLlm: { baseUrl: server.url, model: "mock-model", apiKey: "sk-context-secret" },
       };
-      kl.createKb("guide", { chunking });
+      await kl.createKb("guide", { chunking });
       const first = await kl.ingestDocuments([guide], { kb: "guide", embed: false });
       expect(first.errors).toEqual([]);
       expect(first.situated.written).toBeGreaterThan(1);
@@ -92,7 +92,7 @@ describe("LLM chunk context", () => {
       });
       expect(hits.results[0]?.text).toMatch(/describes Kestrels\.\n\nKestrels live/);
       // Same text and prompts in another KB: nothing is asked again.
-      kl.createKb("guide2", { chunking });
+      await kl.createKb("guide2", { chunking });
       server.requests.length = 0;
       const second = await kl.ingestDocuments([guide], { kb: "guide2", embed: false });
       expect(second.situated).toEqual({ written: 0, cached: first.situated.written });
@@ -105,7 +105,7 @@ describe("LLM chunk context", () => {
   test("an endpoint that fails leaves the chunks without a sentence and warns, naming no secret", async () => {
     const kl = KnowledgeLayer.open({ dataDir: join(dir, "b"), cache: { type: "none" } });
     try {
-      kl.createKb("broken", {
+      await kl.createKb("broken", {
         chunking: {
           chunkSize: 600,
           chunkOverlap: 0,
@@ -141,17 +141,17 @@ describe("LLM chunk context", () => {
     ).not.toThrow();
   });
 
-  test("a bad endpoint is refused when the KB is created", () => {
+  test("a bad endpoint is refused when the KB is created", async () => {
     const kl = KnowledgeLayer.open({ dataDir: join(dir, "c"), cache: { type: "none" } });
     try {
-      expect(() =>
+      await expect(
         kl.createKb("bad", { chunking: { contextLlm: { baseUrl: "ftp://x", model: "m" } } }),
-      ).toThrow(/chunking\.contextLlm\.baseUrl/);
-      expect(() =>
+      ).rejects.toThrow(/chunking\.contextLlm\.baseUrl/);
+      await expect(
         kl.createKb("bad2", { chunking: { contextLlm: { baseUrl: "http://x", model: " " } } }),
-      ).toThrow(/chunking\.contextLlm\.model/);
+      ).rejects.toThrow(/chunking\.contextLlm\.model/);
     } finally {
-      void kl.close();
+      await kl.close();
     }
   });
 });

@@ -53,8 +53,8 @@ describe("document profile", () => {
   test("a question naming a company and year lifts that filing's chunks above wordier ones", async () => {
     const kl = KnowledgeLayer.open({ dataDir: join(dir, "a"), cache: { type: "none" } });
     try {
-      kl.createKb("filings");
-      kl.createKb("plain", { retrieval: { bm25DocumentWeight: 0 } });
+      await kl.createKb("filings");
+      await kl.createKb("plain", { retrieval: { bm25DocumentWeight: 0 } });
       const docs = [
         doc("/f/acme-2021.pdf", "Revenue grew in the year. Revenue growth came from tools.", {
           organization: "Acme Tools, Inc.",
@@ -90,14 +90,14 @@ describe("document profile", () => {
     }
   });
 
-  test("bm25DocumentWeight must be a finite number >= 0", () => {
+  test("bm25DocumentWeight must be a finite number >= 0", async () => {
     const kl = KnowledgeLayer.open({ dataDir: join(dir, "b"), cache: { type: "none" } });
     try {
-      expect(() => kl.createKb("bad", { retrieval: { bm25DocumentWeight: -1 } })).toThrow(
+      await expect(kl.createKb("bad", { retrieval: { bm25DocumentWeight: -1 } })).rejects.toThrow(
         /retrieval\.bm25DocumentWeight/,
       );
     } finally {
-      void kl.close();
+      await kl.close();
     }
   });
 });

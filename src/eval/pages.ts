@@ -267,8 +267,7 @@ export async function evaluatePages(
 ): Promise<PageReport> {
   const data = loadPageDataset(dir, options.split ?? "test");
   const kbName = options.kb ?? `pages-${data.name}`.replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64);
-  if (!kl.catalog.getKb(kbName)) kl.createKb(kbName);
-  const kb = kl.getKb(kbName);
+  const kb = (await kl.findKb(kbName)) ?? (await kl.createKb(kbName));
   const modes = options.modes && options.modes.length > 0 ? options.modes : [kb.config.retrieval.mode];
   const embed = options.embed ?? modes.some((m) => m !== "keyword");
   if (!embed && modes.some((m) => m !== "keyword"))
