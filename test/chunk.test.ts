@@ -30,10 +30,15 @@ async function run(
   return createChunker(config, strategy).chunk(d);
 }
 
+/**
+ * Runs a chunking call that must finish in linear time. The bound catches a hang or catastrophic
+ * regex backtracking (seconds to hours on these inputs), not speed: these calls take milliseconds
+ * on a quiet machine, and a loaded 2-core CI machine can stretch that many times over.
+ */
 async function timed<T>(fn: () => Promise<T>): Promise<T> {
   const t0 = performance.now();
   const out = await fn();
-  expect(performance.now() - t0).toBeLessThan(1000);
+  expect(performance.now() - t0).toBeLessThan(15_000);
   return out;
 }
 
