@@ -2,7 +2,7 @@
  * Recall of the HNSW candidates against exact search on a kept `bench:scale` data directory,
  * for several search settings (expansion, candidates), with the time per query.
  *
- * Usage: node --import tsx bench/ann-recall.ts DATA_DIR [--queries 200] [--ef 300,600] [--candidates 200,400]
+ * Usage: node --import tsx bench/ann-recall.ts DATA_DIR [--queries 200] [--ef 300,600,auto] [--candidates 200,400]
  *        [--rebuild-with connectivity:expansionAdd] (builds a fresh index in memory with those settings)
  */
 import { readFileSync } from "node:fs";
@@ -55,18 +55,20 @@ console.log(`${collection}: ${vectors.length} vectors, ${queries.length} queries
 console.log("| index | ef | candidates | recall@10 | p50 ms | p95 ms |");
 console.log("|---|---|---|---|---|---|");
 const [connectivity, expansionAdd] = (values["rebuild-with"] ?? "").split(":").map(Number);
-for (const ef of String(values.ef).split(",").map(Number)) {
+const ann = new AnnIndexes(db, connectivity ? { connectivity, expansionAdd, dir: null } : {});
+const b0 = performance.now();
+ann.candidates(collection, 512, "cosine", queries[0] as Float32Array, 10); // load or build
+console.log(
+  `(index ${connectivity ? "built" : "loaded"} in ${((performance.now() - b0) / 1000).toFixed(1)} s)`,
+);
+for (const efText of String(values.ef).split(",")) {
   for (const want of String(values.candidates).split(",").map(Number)) {
-    const ann = new AnnIndexes(db, {
-      expansionSearch: ef,
-      ...(connectivity ? { connectivity, expansionAdd, dir: null } : {}),
-    });
+    const ef = efText === "auto" ? ann.expansionFor(vectors.length, want) : Number(efText);
     const times: number[] = [];
     let hits = 0;
-    ann.candidates(collection, 512, "cosine", queries[0] as Float32Array, want); // load or build
     queries.forEach((q, n) => {
       const t = performance.now();
-      const candidates = ann.candidates(collection, 512, "cosine", q, want) ?? [];
+      const candidates = ann.candidates(collection, 512, "cosine", q, want, ef) ?? [];
       times.push(performance.now() - t);
       const { scores, tenth } = exact[n] as { scores: number[]; tenth: number };
       const top = candidates
@@ -77,7 +79,7 @@ for (const ef of String(values.ef).split(",").map(Number)) {
     });
     times.sort((a, b) => a - b);
     console.log(
-      `| ${connectivity ? `M ${connectivity}, efAdd ${expansionAdd}` : "stored"} | ${ef} | ${want} | ${(hits / (10 * queries.length)).toFixed(3)} | ${(times[Math.floor(times.length / 2)] as number).toFixed(2)} | ${(times[Math.floor(times.length * 0.95)] as number).toFixed(2)} |`,
+      `| ${connectivity ? `M ${connectivity}, efAdd ${expansionAdd}` : "stored"} | ${efText === "auto" ? `auto (${ef})` : ef} | ${want} | ${(hits / (10 * queries.length)).toFixed(3)} | ${(times[Math.floor(times.length / 2)] as number).toFixed(2)} | ${(times[Math.floor(times.length * 0.95)] as number).toFixed(2)} |`,
     );
   }
 }

@@ -37,9 +37,8 @@
  *   queries; latency = wall time of `kl.search` minus the time the query's
  *   embedding request was in flight. Queries: BEIR SciFact and Cranfield test
  *   queries, half each.
- * - Recall@10 vs exact: exact = brute-force cosine in JS over the vectors of all
- *   stored chunk texts (recomputed with the same pure function the server uses,
- *   so identical to the stored vectors); a returned id counts as a hit when its
+ * - Recall@10 vs exact: exact = brute-force cosine in JS over every vector stored
+ *   in the KB's collection (read from the store's table); a returned id counts as a hit when its
  *   exact cosine is ≥ the exact 10th best (ties count).
  * - LanceDB 0.31 (in its own process, same chunk ids, texts and vectors): flat
  *   vector search, then an IVF-PQ index (defaults, cosine) and an FTS index on
@@ -61,9 +60,11 @@ import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import type { KnowledgeBaseConfig } from "../src/config.js";
 import { percentile } from "../src/eval/beir.js";
 import { discoverSources, extractFile } from "../src/extract/index.js";
-import { KnowledgeLayer } from "../src/knowledge-layer.js";
+import { collectionOf, KnowledgeLayer } from "../src/knowledge-layer.js";
+import { blobToVector, openDatabase } from "../src/store/database.js";
 import type { ExtractedDocument } from "../src/types.js";
 import {
   HASH_DIM,
@@ -137,9 +138,11 @@ function progress(label: string, started: number): (done: number, total: number,
     const rate = done / Math.max(elapsed, 1);
     const eta = rate > 0 ? Math.max(0, total - done) / rate : Number.NaN;
     const pct = total > 0 ? ((100 * done) / total).toFixed(1) : "?";
+    const memory = process.memoryUsage();
     log(
       `${label}: ${done.toLocaleString("en-US")}/${total.toLocaleString("en-US")} (${pct}%), ` +
-        `${(rate * 1000).toFixed(0)}/s, elapsed ${duration(elapsed)}, ETA ${Number.isFinite(eta) ? duration(eta) : "?"}`,
+        `${(rate * 1000).toFixed(0)}/s, elapsed ${duration(elapsed)}, ETA ${Number.isFinite(eta) ? duration(eta) : "?"}, ` +
+        `heap ${Math.round(memory.heapUsed / 2 ** 20)} MB, RSS ${Math.round(memory.rss / 2 ** 20)} MB`,
     );
   };
 }
@@ -487,6 +490,34 @@ function* storedChunks(dataDir: string, page = 5000): Generator<{ id: number; te
   }
 }
 
+/**
+ * Streams the KB's stored vectors (chunk id, vector) from the data directory, `page` at a
+ * time, straight from the embedded store's table: the exact-recall reference is computed on
+ * the vectors search uses, not on recomputed ones.
+ */
+function* storedVectors(dataDir: string, page = 5000): Generator<{ id: number; vector: Float32Array }[]> {
+  const db = openDatabase(dataDir);
+  try {
+    const config = db.prepare("SELECT config FROM kbs WHERE name = ?").pluck().get(KB) as string | undefined;
+    if (config === undefined) throw new Error(`no KB "${KB}" in ${dataDir}`);
+    const collection = collectionOf(JSON.parse(config) as KnowledgeBaseConfig);
+    const read = db
+      .prepare(
+        "SELECT rowid, id, vector FROM vec_records WHERE collection = ? AND rowid > ? ORDER BY rowid LIMIT ?",
+      )
+      .raw();
+    let after = 0;
+    for (;;) {
+      const rows = read.all(collection, after, page) as [number, string, Buffer][];
+      if (rows.length === 0) return;
+      after = (rows[rows.length - 1] as [number, string, Buffer])[0];
+      yield rows.map(([, id, blob]) => ({ id: Number(id), vector: blobToVector(blob) }));
+    }
+  } finally {
+    db.close();
+  }
+}
+
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | "timeout"> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
@@ -695,9 +726,9 @@ function exactSearch(
   const scoreOf = qv.map(() => new Map<number, number>());
   const report = progress("exact search", performance.now());
   let done = 0;
-  for (const page of storedChunks(dataDir)) {
+  for (const page of storedVectors(dataDir)) {
     for (const c of page) {
-      const v = hashEmbed(c.text);
+      const v = c.vector;
       for (let qi = 0; qi < nq; qi++) {
         const q = qv[qi] as Float32Array;
         let s = 0;

@@ -753,8 +753,8 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path, chunks: chunkedTotal });
   }
   await flush();
-  // Pending keyword postings are merged into their blocks once per run (search reads them either way).
-  catalog.db.transaction(() => ctx.bm25.flush(kb)).immediate();
+  // Pending keyword postings become a segment once 2,048 have gathered, across runs (search reads them either way).
+  catalog.db.transaction(() => ctx.bm25.flushIfFull(kb)).immediate();
   if (stopped) {
     summary.stopped = true;
     // Sources with an outcome: the ones not reached (or not committed) are not counted.

@@ -226,8 +226,9 @@ export class Bm25Index {
   private readonly updateBlock;
   private readonly deleteBlock;
   private readonly deleteSegmentBlocks;
+  private readonly mergeFirstPage;
+  private readonly mergeNextPage;
   private readonly insertTerm;
-  private readonly segmentTerms;
   private readonly deleteSegmentTerms;
   private readonly addDf;
   private readonly dropEmptyTerm;
@@ -290,10 +291,14 @@ export class Bm25Index {
       "DELETE FROM kw_seg_blocks WHERE kb = ? AND seg = ? AND term = ? AND last_id = ?",
     );
     this.deleteSegmentBlocks = db.prepare("DELETE FROM kw_seg_blocks WHERE kb = ? AND seg = ?");
+    // A segment's blocks in key order, a page at a time (merges).
+    const blockColumns =
+      "SELECT term, last_id, n, max_tf, min_len, data FROM kw_seg_blocks WHERE kb = ? AND seg = ?";
+    this.mergeFirstPage = db.prepare(`${blockColumns} ORDER BY term, last_id LIMIT ?`).raw();
+    this.mergeNextPage = db
+      .prepare(`${blockColumns} AND term >= ? AND (term > ? OR last_id > ?) ORDER BY term, last_id LIMIT ?`)
+      .raw();
     this.insertTerm = db.prepare("INSERT INTO kw_seg_terms (kb, seg, term, df) VALUES (?, ?, ?, ?)");
-    this.segmentTerms = db
-      .prepare("SELECT term FROM kw_seg_terms WHERE kb = ? AND seg = ? AND term > ? ORDER BY term LIMIT ?")
-      .pluck();
     this.deleteSegmentTerms = db.prepare("DELETE FROM kw_seg_terms WHERE kb = ? AND seg = ?");
     this.addDf = db.prepare("UPDATE kw_seg_terms SET df = df + ? WHERE kb = ? AND seg = ? AND term = ?");
     this.dropEmptyTerm = db.prepare(
@@ -409,10 +414,19 @@ export class Bm25Index {
   }
 
   /**
-   * Turns the pending chunks of `kb` into a new segment, then merges segments whose tier
-   * is full (see the class comment), in a transaction of its own or the caller's. Ingest
-   * calls it at the end of a run; search is correct without it (pending chunks are read
-   * too), only slower.
+   * When at least {@link PENDING_MERGE_CHUNKS} chunks are pending, turns them into a new
+   * segment and merges segments whose tier is full (see the class comment), in a
+   * transaction of its own or the caller's. Ingest calls it at the end of a run, so a run of
+   * a few documents does not leave a tiny segment behind (each segment costs a row per term
+   * and more merges); search reads pending chunks too, so nothing waits for a merge.
+   */
+  flushIfFull(kb: string): void {
+    if ((this.pendingCount.get(kb) as number) >= PENDING_MERGE_CHUNKS) this.flush(kb);
+  }
+
+  /**
+   * Turns the pending chunks of `kb` into a new segment whatever their number (see
+   * {@link flushIfFull}), in a transaction of its own or the caller's.
    */
   flush(kb: string): void {
     // Inside the caller's transaction, no savepoint of its own: a savepoint would copy every
@@ -468,47 +482,102 @@ export class Bm25Index {
   }
 
   /**
-   * Rewrites `segments` as one new segment: term by term in order (each segment's terms
-   * are read a page at a time, so memory holds one page of terms per segment and one term's
-   * lists), then deletes them.
+   * Rewrites `segments` as one new segment, term by term in order, then deletes them. Each
+   * segment's blocks are read in key order a page at a time (one statement per page, not one
+   * per term), so memory holds a page of blocks per segment and one term's carry. When the
+   * segments' id ranges do not overlap (the usual case: segments are cut in chunk-id order)
+   * a term's lists are concatenated: a full block is copied as it is (blocks are
+   * self-contained, their ids are gaps from 0), and only partial blocks — a segment's tail,
+   * blocks a deletion shrank — are decoded and cut again. Overlapping ranges fall back to
+   * decoding every list and merging them.
    */
   private mergeSegments(kb: string, segments: readonly Segment[]): void {
     const seg = this.nextSegment.get(kb) as number;
-    const PAGE = 2048;
-    const cursors = segments.map((s) => ({
-      seg: s.seg,
-      terms: [] as string[],
-      at: 0,
-      after: "",
-      done: false,
-    }));
-    const refill = (c: (typeof cursors)[number]) => {
-      if (c.at < c.terms.length || c.done) return;
-      c.terms = this.segmentTerms.all(kb, c.seg, c.after, PAGE) as string[];
+    const ordered = [...segments].sort((a, b) => a.minId - b.minId || a.seg - b.seg);
+    const disjoint = ordered.every((s, i) => i === 0 || s.minId > (ordered[i - 1] as Segment).maxId);
+    const PAGE = 4096;
+    type BlockRowRead = [string, number, number, number, number, Buffer];
+    const cursors = ordered.map((s) => ({ seg: s.seg, rows: [] as BlockRowRead[], at: 0, done: false }));
+    const refill = (c: (typeof cursors)[number]): void => {
+      if (c.at < c.rows.length || c.done) return;
+      const last = c.rows[c.rows.length - 1];
+      c.rows = (
+        last === undefined
+          ? this.mergeFirstPage.all(kb, c.seg, PAGE)
+          : this.mergeNextPage.all(kb, c.seg, last[0], last[0], last[1], PAGE)
+      ) as BlockRowRead[];
       c.at = 0;
-      if (c.terms.length < PAGE) c.done = true;
-      if (c.terms.length > 0) c.after = c.terms[c.terms.length - 1] as string;
+      if (c.rows.length < PAGE) c.done = true;
     };
-    const blocksOf = this.db
-      .prepare("SELECT data FROM kw_seg_blocks WHERE kb = ? AND seg = ? AND term = ? ORDER BY last_id")
-      .pluck();
+    const head = (c: (typeof cursors)[number]): BlockRowRead | undefined => {
+      refill(c);
+      return c.rows[c.at];
+    };
+    const half = BLOCK_POSTINGS / 2;
     for (;;) {
-      for (const c of cursors) refill(c);
       let term: string | undefined;
       for (const c of cursors) {
-        const t = c.terms[c.at];
+        const t = head(c)?.[0];
         if (t !== undefined && (term === undefined || compareTerms(t, term) < 0)) term = t;
       }
       if (term === undefined) break;
-      const parts: PostingList[] = [];
-      for (const c of cursors) {
-        if (c.terms[c.at] !== term) continue;
-        c.at++;
-        const list = emptyList();
-        for (const data of blocksOf.all(kb, c.seg, term) as Buffer[]) decodeBlock(data, list);
-        parts.push(list);
+      let df = 0;
+      if (disjoint) {
+        let carry = emptyList();
+        const writeCarry = (): void => {
+          for (const b of blockRows(carry))
+            this.insertBlock.run(kb, seg, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
+          carry = emptyList();
+        };
+        for (const c of cursors) {
+          for (let row = head(c); row !== undefined && row[0] === term; row = head(c)) {
+            c.at++;
+            const [, lastId, n, maxTf, minLen, data] = row;
+            df += n;
+            if (n === BLOCK_POSTINGS && carry.ids.length === 0) {
+              this.insertBlock.run(kb, seg, term, lastId, n, maxTf, minLen, data);
+              continue;
+            }
+            if (n === BLOCK_POSTINGS && carry.ids.length >= half) {
+              // A half-full block in the middle costs less than re-encoding the rest.
+              writeCarry();
+              this.insertBlock.run(kb, seg, term, lastId, n, maxTf, minLen, data);
+              continue;
+            }
+            decodeBlock(data, carry);
+            if (carry.ids.length >= BLOCK_POSTINGS) {
+              const full = carry.ids.length - (carry.ids.length % BLOCK_POSTINGS);
+              for (const b of blockRows({
+                ids: carry.ids.slice(0, full),
+                tfs: carry.tfs.slice(0, full),
+                lens: carry.lens.slice(0, full),
+              }))
+                this.insertBlock.run(kb, seg, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
+              carry = {
+                ids: carry.ids.slice(full),
+                tfs: carry.tfs.slice(full),
+                lens: carry.lens.slice(full),
+              };
+            }
+          }
+        }
+        writeCarry();
+      } else {
+        const parts: PostingList[] = [];
+        for (const c of cursors) {
+          const list = emptyList();
+          for (let row = head(c); row !== undefined && row[0] === term; row = head(c)) {
+            c.at++;
+            decodeBlock(row[5], list);
+          }
+          if (list.ids.length > 0) parts.push(list);
+        }
+        const list = combineLists(parts);
+        df = list.ids.length;
+        for (const b of blockRows(list))
+          this.insertBlock.run(kb, seg, term, b.lastId, b.n, b.maxTf, b.minLen, b.data);
       }
-      this.writeList(kb, seg, term, combineLists(parts));
+      if (df > 0) this.insertTerm.run(kb, seg, term, df);
     }
     let chunks = 0;
     let min = Number.POSITIVE_INFINITY;
@@ -846,13 +915,26 @@ export interface AnalyzedChunk extends FieldLengths {
 export function analyzeChunk(text: string, analyzer: Analyzer = "english", title = ""): AnalyzedChunk {
   const options = analyzerOptions(analyzer);
   const tokens = tokenize(text, options);
-  const titleTokens = title ? tokenize(title, options) : [];
+  const titleField = analyzeTitle(title, analyzer);
   const body = fieldLength(text, tokens, (line) => tokenize(line, options));
-  const parts = [String(body), String(titleTokens.length)];
+  const parts = [String(body), String(titleField.length)];
   for (const [term, tf] of termFrequencies(tokens)) parts.push(term + TF_SEPARATOR + tf);
-  for (const [term, tf] of termFrequencies(titleTokens))
-    parts.push(TITLE_FIELD_PREFIX + term + TF_SEPARATOR + tf);
-  return { body, title: titleTokens.length, terms: parts.join(TERM_SEPARATOR) };
+  if (titleField.entries) parts.push(titleField.entries);
+  return { body, title: titleField.length, terms: parts.join(TERM_SEPARATOR) };
+}
+
+/** The last title {@link analyzeTitle} analysed: a document's chunks share their title. */
+let lastTitle: { title: string; analyzer: Analyzer; length: number; entries: string } | undefined;
+
+/** A title's token count and its `kw_pending` entries (`␂t:term␂tf`, joined by ␁), memoised for the last title. */
+function analyzeTitle(title: string, analyzer: Analyzer): { length: number; entries: string } {
+  if (!title) return { length: 0, entries: "" };
+  if (lastTitle && lastTitle.title === title && lastTitle.analyzer === analyzer) return lastTitle;
+  const tokens = tokenize(title, analyzerOptions(analyzer));
+  const parts: string[] = [];
+  for (const [term, tf] of termFrequencies(tokens)) parts.push(TITLE_FIELD_PREFIX + term + TF_SEPARATOR + tf);
+  lastTitle = { title, analyzer, length: tokens.length, entries: parts.join(TERM_SEPARATOR) };
+  return lastTitle;
 }
 
 /**
