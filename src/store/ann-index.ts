@@ -353,6 +353,11 @@ export class AnnIndexes {
     this.loaded.clear();
   }
 
+  /** Vectors in the loaded index of a collection (after the last search or sync), else undefined (tests, diagnostics). */
+  indexedCount(collection: string): number | undefined {
+    return this.loaded.get(collection)?.index.size();
+  }
+
   /** Is an in-memory index loaded for this collection (tests, diagnostics)? */
   isLoaded(collection: string): boolean {
     return this.loaded.has(collection);
