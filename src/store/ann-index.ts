@@ -123,7 +123,7 @@ export const AUTO_EXPANSION_SCALE = 3;
 export interface AnnOptions {
   /** Collections with fewer records than this are searched exactly (default `$KL_ANN_MIN_RECORDS`, else 10,000). */
   minRecords?: number;
-  /** HNSW graph degree (default 24: recall@10 0.960 against 0.938 with 16 at 100k hashed 512-d text vectors, same search list). */
+  /** HNSW graph degree (default 24: candidate recall@10 0.959 against 0.948 with 16 at 100k hashed 512-d text vectors, search list 949; `bench/ann-recall.ts`). */
   connectivity?: number;
   /** Candidate list size while inserting (default 64). */
   expansionAdd?: number;
@@ -330,7 +330,7 @@ export class AnnIndexes {
    * Saving rewrites the whole file, so changes stay in the log (replayed on the next open)
    * until they add up to 1,000 records or 10% of the index, at most 50,000 (what a reopen
    * replays). With 2%, a million vectors ingested a few hundred at a time rewrote the file
-   * ~230 times (~70 GB); with 10% it is ~50 times up to 500k, then every 50,000 records.
+   * ~230 times (~70 GB); with 10% it is ~40 times up to 500k, then every 50,000 records.
    */
   private worthSaving(loaded: Loaded): boolean {
     if (loaded.seq === loaded.savedSeq) return false;
