@@ -129,7 +129,9 @@ export interface ContextLlmConfig {
  * Embedding settings of a KB: one provider's options (see `src/embed/config.ts`:
  * `bundled`, `local`, `openai`, `cohere`, `huggingface`, `openai-compatible`/`litellm`)
  * with the model and batch size always filled in. Default: the bundled offline model,
- * `{ provider: "bundled", model: "use-lite", batchSize: 32 }`.
+ * `{ provider: "bundled", model: "use-lite-mix", batchSize: 32 }` (USE lite int8 on the
+ * first 128-token window joined with the table distilled from it, 1024-d; see
+ * `src/embed/bundled-models.ts`).
  */
 export type EmbeddingConfig = EmbeddingProviderConfig & {
   /** Model id within the provider. */
@@ -381,7 +383,7 @@ export function defaultKbConfig(name: string = DEFAULT_KB): KnowledgeBaseConfig 
   return {
     name,
     chunking: { strategy: "auto", chunkSize: 1500, chunkOverlap: 150, minChunkSize: 500 },
-    embedding: { provider: "bundled", model: "use-lite", batchSize: 32 },
+    embedding: { provider: "bundled", model: "use-lite-mix", batchSize: 32 },
     vectorStore: { type: "sqlite" },
     retrieval: {
       mode: "hybrid_rerank",

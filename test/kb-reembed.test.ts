@@ -53,7 +53,8 @@ describe("re-embedding a knowledge base with another model", () => {
     await kl.createKb("notes");
     await kl.ingestDocuments(docs, { kb: "notes" });
     const oldCollection = collectionOf((await kl.getKb("notes")).config);
-    expect((await kl.store.info(oldCollection))?.dimension).toBe(512);
+    // The default bundled model, use-lite-mix, is 1024-d.
+    expect((await kl.store.info(oldCollection))?.dimension).toBe(1024);
 
     const result = await kl.reembedKb("notes", target());
     expect(result).toMatchObject({ done: docs.length, written: docs.length, skipped: 0, dimension: 24 });

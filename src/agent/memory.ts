@@ -36,13 +36,26 @@ export const DEFAULT_MEMORY_TOP_K = 3;
 /** Default minimum cosine similarity of a recalled memory. */
 export const DEFAULT_MEMORY_THRESHOLD = 0.45;
 
+/**
+ * The embedding a KB's configuration gives memories: the KB's own, except that the
+ * bundled `use-lite-mix` (the default for documents: the network reads only a chunk's
+ * first 128-token window, a table the rest) becomes the full `use-lite` network. A turn
+ * is short (one window), so the mix saves nothing on it, and {@link DEFAULT_MEMORY_THRESHOLD}
+ * is a cosine calibrated on `use-lite` (the mix scores paraphrases lower: its table part
+ * matches word pieces, not meaning).
+ */
+export function memoryEmbedding(embedding: EmbeddingConfig): EmbeddingConfig {
+  if (embedding.provider !== "bundled" || embedding.model !== "use-lite-mix") return embedding;
+  return { ...embedding, model: "use-lite" };
+}
+
 /** Options for {@link ConversationMemory.open}: which embedder to use (first given wins). */
 export interface ConversationMemoryOptions {
   /** An embedder to use as is (e.g. a test double, or a KB's `kl.embedder(config)`). */
   embedder?: Embedder;
   /** An embedding configuration (provider, model, …), as in a KB's `embedding` section. */
   embedding?: Partial<EmbeddingConfig>;
-  /** Use this knowledge base's embedder (default: the default KB's). */
+  /** Use this knowledge base's embedder (default: the default KB's; see {@link memoryEmbedding}). */
   kb?: string;
 }
 
@@ -137,7 +150,7 @@ export class ConversationMemory {
     const base = (await kl.getKb(options.kb ?? DEFAULT_KB)).config;
     const embedder = options.embedding
       ? kl.embedder({ ...base, embedding: embeddingConfig(options.embedding) })
-      : kl.embedder(base);
+      : kl.embedder({ ...base, embedding: memoryEmbedding(base.embedding) });
     return new ConversationMemory(kl, { embedder });
   }
 

@@ -128,14 +128,15 @@ const openAiCompatible: EmbeddingProviderImplementation = {
 /** The embedding providers, by `embedding.provider`. */
 export const EMBEDDING_PROVIDER_REGISTRY = registry<EmbeddingProviderImplementation>()({
   bundled: {
-    summary: "the offline Universal Sentence Encoder lite (512-d) and its variants, shipped with the package",
+    summary:
+      "the offline Universal Sentence Encoder lite and its variants, shipped with the package (default use-lite-mix, 1024-d)",
     offline: true,
-    defaultModel: "use-lite",
+    defaultModel: "use-lite-mix",
     settings: {
       model: {
         type: "string",
         enum: BUNDLED_MODELS,
-        description: `${BUNDLED_MODELS.join(", ")} (default use-lite)`,
+        description: `${BUNDLED_MODELS.join(", ")} (default use-lite-mix)`,
       },
       longText,
       workers: {

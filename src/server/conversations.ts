@@ -21,9 +21,9 @@ import {
   ContextBudgetError,
   type RecentMessage,
 } from "../agent/context.js";
-import { ConversationMemory, type Memory, type RecalledMemory } from "../agent/memory.js";
+import { ConversationMemory, type Memory, memoryEmbedding, type RecalledMemory } from "../agent/memory.js";
 import { DEFAULT_CHUNK_TOP_K, retrieveForTurn } from "../agent/retrieve.js";
-import { defaultKbConfig } from "../config.js";
+import { defaultKbConfig, type KnowledgeBaseConfig } from "../config.js";
 import type { KnowledgeLayer, SearchResult } from "../knowledge-layer.js";
 import type { KbRetrievalOverrides } from "../retrieve/search.js";
 import { type Agent, attachedKbs, overridesOf } from "./agents.js";
@@ -86,13 +86,19 @@ export interface ContextView {
 /** Name of the (never stored) KB config the memory embedder is built from. */
 const MEMORY_CONFIG = "agent-memory";
 
+/** The (never stored) KB config of the memory embedder: the default one, with the memory model. */
+function memoryConfig(): KnowledgeBaseConfig {
+  const config = defaultKbConfig(MEMORY_CONFIG);
+  return { ...config, embedding: memoryEmbedding(config.embedding) };
+}
+
 /** An agent's conversations: memory namespaced per tenant and agent, and turn context. */
 export class AgentConversations {
   readonly memory: ConversationMemory;
 
   constructor(private readonly kl: KnowledgeLayer) {
     this.memory = new ConversationMemory(kl, {
-      embedder: kl.embedder(defaultKbConfig(MEMORY_CONFIG), "query"),
+      embedder: kl.embedder(memoryConfig(), "query"),
     });
   }
 
