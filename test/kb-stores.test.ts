@@ -97,7 +97,7 @@ describe.skipIf(!pgInstall)("knowledge bases on server vector stores", () => {
       startPostgresServer({ install: pgInstall }),
       startChromaServer(),
       startFakeQdrant(),
-      startFakePinecone({ apiKey: "pc-test", indexes: [{ name: "kl", dimension: 512, metric: "cosine" }] }),
+      startFakePinecone({ apiKey: "pc-test", indexes: [{ name: "kl", dimension: 1024, metric: "cosine" }] }), // the default bundled model is 1024-d
     ]);
     stores.pinecone = () => ({
       type: "pinecone",

@@ -191,7 +191,7 @@ describe("kl mcp over stdio", () => {
       embeddedDocuments: 3,
       documentsByType: { markdown: 2, pdf: 1 },
       chunking: { strategy: "auto" },
-      embedding: "bundled:use-lite",
+      embedding: "bundled:use-lite-mix",
       vectorStore: "sqlite",
       retrieval: { mode: "hybrid_rerank" },
     });
