@@ -3,7 +3,11 @@
  * chunks, beside LanceDB embedded on the same chunks and vectors.
  *
  * Usage: npm run bench:scale [-- --sizes 10k,100k,1M] [--queries 200] [--keep]
- *        [--index-timeout 900] [--skip-lance] [--tmp DIR]
+ *        [--index-timeout 900] [--skip-lance] [--tmp DIR] [--reuse DIR]
+ *
+ * `--reuse DIR` (a folder an earlier `--keep` run printed) searches the data
+ * directories it holds again instead of ingesting, with the ingest figures that
+ * run recorded (`ingest-<size>.json`); sizes it lacks are ingested into it.
  *
  * - Embeddings: a local OpenAI-compatible server started by this script (in this
  *   process, see bench/hash-embedding-server.ts: feature hashing of word unigrams
@@ -54,7 +58,7 @@
  * created under $TMPDIR (or --tmp) and removed at the end unless --keep.
  */
 import { type ChildProcess, fork } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -93,6 +97,7 @@ const { values } = parseArgs({
     sizes: { type: "string", default: "10k,100k,1M" },
     queries: { type: "string", default: "200" },
     keep: { type: "boolean", default: false },
+    reuse: { type: "string" },
     "index-timeout": { type: "string", default: "900" },
     "skip-lance": { type: "boolean", default: false },
     tmp: { type: "string" },
@@ -852,11 +857,13 @@ async function main(): Promise<void> {
   const nQueries = Number(values.queries);
   if (!Number.isInteger(nQueries) || nQueries < 1) throw new Error(`bad --queries "${values.queries}"`);
   const indexTimeoutMs = Number(values["index-timeout"]) * 1000;
-  const root = mkdtempSync(join(values.tmp ?? tmpdir(), "kl-bench-scale-"));
+  const reuse = values.reuse === undefined ? undefined : resolve(values.reuse);
+  const keep = values.keep || reuse !== undefined;
+  const root = reuse ?? mkdtempSync(join(values.tmp ?? tmpdir(), "kl-bench-scale-"));
   const { measured, warmup } = loadQueries(nQueries);
   let server: HashEmbeddingServer | undefined;
   const cleanup = (): void => {
-    if (!values.keep) rmSync(root, { recursive: true, force: true });
+    if (!keep) rmSync(root, { recursive: true, force: true });
   };
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {
@@ -871,12 +878,21 @@ async function main(): Promise<void> {
     for (const size of sizes) {
       const started = performance.now();
       const dataDir = join(root, `kl-${fmtSize(size)}`);
-      log(`=== ${fmtSize(size)} chunks: ingest ===`);
-      const ingest = await runChild<IngestResult>("ingest", {
-        dataDir,
-        target: size,
-        baseUrl: server.baseUrl,
-      } satisfies IngestJob);
+      // The ingest's figures are kept beside its data directory, for --reuse.
+      const ingestFile = join(root, `ingest-${fmtSize(size)}.json`);
+      let ingest: IngestResult;
+      if (reuse !== undefined && existsSync(ingestFile) && existsSync(dataDir)) {
+        ingest = JSON.parse(readFileSync(ingestFile, "utf8")) as IngestResult;
+        log(`=== ${fmtSize(size)} chunks: reusing ${dataDir} (ingest figures from ${ingestFile}) ===`);
+      } else {
+        log(`=== ${fmtSize(size)} chunks: ingest ===`);
+        ingest = await runChild<IngestResult>("ingest", {
+          dataDir,
+          target: size,
+          baseUrl: server.baseUrl,
+        } satisfies IngestJob);
+        writeFileSync(ingestFile, JSON.stringify(ingest));
+      }
       const bytes = dirBytes(dataDir);
       log(
         `ingested ${ingest.chunks} chunks: ${(ingest.chunks / ((ingest.wallMs - ingest.embedMs) / 1000)).toFixed(0)} chunks/s without embedding, ` +
@@ -935,14 +951,14 @@ async function main(): Promise<void> {
       if (lance) row.lance = lance;
       if (lanceError) row.lanceError = lanceError;
       rows.push(row);
-      if (!values.keep) rmSync(dataDir, { recursive: true, force: true });
+      if (!keep) rmSync(dataDir, { recursive: true, force: true });
       log(`=== ${fmtSize(size)} done in ${duration(row.seconds * 1000)} ===`);
     }
     log(
       `embedding server: ${server.stats.requests} requests, ${server.stats.texts} texts, ${duration(server.stats.ms)} computing`,
     );
     printTable(rows);
-    if (values.keep) console.log(`\ndata kept under ${root}`);
+    if (keep) console.log(`\ndata kept under ${root}`);
   } finally {
     await server?.close();
     cleanup();
