@@ -206,7 +206,7 @@ export class Bm25Index {
    * pending rows (a merge, here or in another process, empties them without changing the
    * statistics: postings cached from before it would be counted twice).
    */
-  private readonly pendingCache = new Map<string, { state: string; lists: Map<string, PostingList> }>();
+  private readonly pendingCache = new Map<string, PendingEntry>();
   /** Segments per KB (id and chunk-id range), read once per state of its statistics. */
   private readonly segmentCache = new Map<string, { state: string; segments: Segment[] }>();
   private readonly addPending;
@@ -242,6 +242,8 @@ export class Bm25Index {
   private readonly profileCache = new Map<string, ProfileIndex>();
   /** Chunks indexed by this instance since it last counted the pending rows. */
   private sinceCheck = 0;
+  /** Score accumulators, reused by every search of this instance (searches are synchronous). */
+  private readonly scratch = new Accumulators();
 
   constructor(db: Db) {
     this.db = db;
@@ -720,23 +722,30 @@ export class Bm25Index {
 
   /** Pending postings of `kb` by term, parsed once per state of the KB. */
   private pending(kb: string, statsState: string): Map<string, PostingList> {
-    const state = `${statsState}:${this.pendingState.get(kb) as string}`;
-    const cached = this.pendingCache.get(kb);
-    if (cached && cached.state === state) return cached.lists;
-    const lists = new Map<string, PostingList>();
-    for (const [id, terms] of this.pendingRows.all(kb) as [number, string][]) parsePending(id, terms, lists);
-    this.pendingCache.set(kb, { state, lists });
-    return lists;
+    return this.pendingEntry(kb, statsState).lists;
   }
 
-  /**
-   * A term's whole list: its blocks in every segment and its pending postings. Postings
-   * are not necessarily in id order across segments (scoring does not need it).
-   */
-  private readList(kb: string, term: string, pending: PostingList | undefined): PostingList {
-    const list = emptyList();
-    for (const data of this.termBlocks.all(kb, kb, term) as Buffer[]) decodeBlock(data, list);
-    return appendPostings(list, pending);
+  /** Smallest and largest pending chunk id of `kb` (+∞ and 0 when none is pending). */
+  private pendingRange(kb: string, statsState: string): { min: number; max: number } {
+    const { min, max } = this.pendingEntry(kb, statsState);
+    return { min, max };
+  }
+
+  private pendingEntry(kb: string, statsState: string): PendingEntry {
+    const state = `${statsState}:${this.pendingState.get(kb) as string}`;
+    const cached = this.pendingCache.get(kb);
+    if (cached && cached.state === state) return cached;
+    const lists = new Map<string, PostingList>();
+    let min = Number.POSITIVE_INFINITY;
+    let max = 0;
+    for (const [id, terms] of this.pendingRows.all(kb) as [number, string][]) {
+      parsePending(id, terms, lists);
+      if (id < min) min = id;
+      if (id > max) max = id;
+    }
+    const entry = { state, lists, min, max };
+    this.pendingCache.set(kb, entry);
+    return entry;
   }
 
   /**
@@ -836,70 +845,135 @@ export class Bm25Index {
     const rest = new Array<number>(lists.length + 1).fill(0);
     for (let i = lists.length - 1; i >= 0; i--)
       rest[i] = (rest[i + 1] as number) + (lists[i] as QueryList).bound;
-    const scores = new Map<number, number>();
-    const score = (list: QueryList, tf: number, len: number) =>
-      list.weight * bm25TermScore(tf, len, list.avg, list.idf, params);
+    // Chunk ids of the KB lie in [low, high]: scores accumulate in a dense array indexed by
+    // id − low (term-at-a-time accumulators, Turtle & Flood 1995), which is far cheaper than a
+    // hash map at 10^5–10^6 scored chunks. A chunk is scored iff its accumulator is > 0 (every
+    // BM25 term score and profile contribution is > 0).
+    let low = Number.POSITIVE_INFINITY;
+    let high = 0;
+    for (const seg of segments) {
+      if (seg.minId < low) low = seg.minId;
+      if (seg.maxId > high) high = seg.maxId;
+    }
+    const pendingRange = this.pendingRange(kb, state);
+    if (pendingRange.min < low) low = pendingRange.min;
+    if (pendingRange.max > high) high = pendingRange.max;
+    for (const list of lists) {
+      if (!list.fixed) continue;
+      for (const id of list.fixed.keys()) {
+        if (id < low) low = id;
+        if (id > high) high = id;
+      }
+    }
+    if (!(high >= low)) return [];
+    const run = this.scratch.begin(low, high - low + 1);
+    try {
+      return this.maxScore(kb, lists, rest, topK, params, run, pending, segments, allowed);
+    } finally {
+      run.reset();
+    }
+  }
+
+  /**
+   * MaxScore over the query's lists (sorted by bound, `rest[i]` = the bound of lists i…):
+   * lists are read whole while an unseen chunk could still reach the top k; the rest only
+   * complete the scores of chunks that still can (Turtle & Flood 1995).
+   */
+  private maxScore(
+    kb: string,
+    lists: readonly QueryList[],
+    rest: readonly number[],
+    topK: number,
+    params: Bm25Params,
+    run: Accumulators,
+    pending: Map<string, PostingList>,
+    segments: readonly Segment[],
+    allowed: ReadonlySet<number> | undefined,
+  ): Bm25Hit[] {
+    const { acc, low } = run;
+    const k1 = params.k1;
+    const b = params.b;
     let i = 0;
-    // Full reads, while an unseen chunk could still reach the top k. The k-th score is at
-    // most the best one, so it is only worked out once the bound falls below the best.
-    // `top` keeps the k best chunks seen so far with their scores; scores only grow, so its
-    // smallest entry is a lower bound of the k-th score (no pass over every scored chunk).
-    const top = new TopK(topK);
+    // Full reads. The k-th score is at most the best one, so it is only worked out once the
+    // bound of the lists left falls below the best score.
     let theta = Number.NEGATIVE_INFINITY;
     for (; i < lists.length; i++) {
       const bound = rest[i] as number;
-      theta = top.floor();
+      if (run.count >= topK && bound < run.max) theta = run.kth(topK);
       if (bound < theta) break;
       const list = lists[i] as QueryList;
       if (list.fixed) {
         for (const [id, add] of list.fixed) {
           if (allowed && !allowed.has(id)) continue;
-          const s = (scores.get(id) ?? 0) + add;
-          scores.set(id, s);
-          top.offer(id, s);
+          run.add(id - low, add);
         }
         continue;
       }
-      const { ids, tfs, lens } = this.readList(kb, list.term, pending.get(list.term));
-      for (let j = 0; j < ids.length; j++) {
-        const id = ids[j] as number;
-        if (allowed && !allowed.has(id)) continue; // filtered out (see `allowed`)
-        const s = (scores.get(id) ?? 0) + score(list, tfs[j] as number, lens[j] as number);
-        scores.set(id, s);
-        top.offer(id, s);
-      }
-    }
-    theta = top.floor();
-    // The lists left only complete the scores of chunks that can still reach the top k.
-    for (let first = true; i < lists.length; i++, first = false) {
-      // Pruning keeps the top k, so the k-th score only changes as the scores complete.
-      if (!first) theta = kthLargest(scores, topK);
-      for (const [id, s] of scores) if (s + (rest[i] as number) < theta) scores.delete(id);
-      const list = lists[i] as QueryList;
-      if (list.fixed) {
-        for (const [id, sc] of scores) {
-          const add = list.fixed.get(id);
-          if (add !== undefined) scores.set(id, sc + add);
-        }
-        continue;
+      const scorer = termScorer(list, k1, b);
+      for (const data of this.termBlocks.all(kb, kb, list.term) as Buffer[]) {
+        accumulateBlock(data, run, scorer, allowed, false);
       }
       const termPending = pending.get(list.term);
+      if (termPending) accumulateList(termPending, run, scorer, allowed, false);
+    }
+    // The lists left only complete the scores of chunks that can still reach the top k.
+    let candidates = run.candidates();
+    for (; i < lists.length; i++) {
+      // Pruning keeps the top k, so the k-th score only changes as the scores complete.
+      theta = candidates.length >= topK ? run.kthOf(candidates, topK) : Number.NEGATIVE_INFINITY;
+      const bound = rest[i] as number;
+      let kept = 0;
+      for (let c = 0; c < candidates.length; c++) {
+        const j = candidates[c] as number;
+        if ((acc[j] as number) + bound < theta) acc[j] = 0;
+        else candidates[kept++] = j;
+      }
+      candidates = candidates.subarray(0, kept);
+      const list = lists[i] as QueryList;
+      if (list.fixed) {
+        for (let c = 0; c < candidates.length; c++) {
+          const j = candidates[c] as number;
+          const add = list.fixed.get(j + low);
+          if (add !== undefined) acc[j] = (acc[j] as number) + add;
+        }
+        continue;
+      }
+      const scorer = termScorer(list, k1, b);
+      const termPending = pending.get(list.term);
       const blocks = Math.ceil(list.df / BLOCK_POSTINGS);
-      const { ids, tfs, lens } =
-        scores.size * 2 < blocks
-          ? this.probeList(kb, list.term, [...scores.keys()], termPending, segments)
-          : this.readList(kb, list.term, termPending);
-      for (let j = 0; j < ids.length; j++) {
-        const id = ids[j] as number;
-        const s = scores.get(id);
-        if (s !== undefined) scores.set(id, s + score(list, tfs[j] as number, lens[j] as number));
+      if (candidates.length * 2 < blocks) {
+        const ids = Array.from(candidates, (j) => j + low).sort((x, y) => x - y);
+        accumulateList(
+          this.probeList(kb, list.term, ids, termPending, segments),
+          run,
+          scorer,
+          undefined,
+          true,
+        );
+      } else {
+        for (const data of this.termBlocks.all(kb, kb, list.term) as Buffer[]) {
+          accumulateBlock(data, run, scorer, undefined, true);
+        }
+        if (termPending) accumulateList(termPending, run, scorer, undefined, true);
       }
     }
-    theta = scores.size > topK ? kthLargest(scores, topK) : Number.NEGATIVE_INFINITY;
+    theta = candidates.length > topK ? run.kthOf(candidates, topK) : Number.NEGATIVE_INFINITY;
     const hits: Bm25Hit[] = [];
-    for (const [chunkId, s] of scores) if (s >= theta) hits.push({ chunkId, score: s });
+    for (let c = 0; c < candidates.length; c++) {
+      const j = candidates[c] as number;
+      const score = acc[j] as number;
+      if (score > 0 && score >= theta) hits.push({ chunkId: j + low, score });
+    }
     return hits.sort((x, y) => y.score - x.score || x.chunkId - y.chunkId).slice(0, topK);
   }
+}
+
+/** Pending chunks' postings of a KB, parsed for one state, with their id range. */
+interface PendingEntry {
+  state: string;
+  lists: Map<string, PostingList>;
+  min: number;
+  max: number;
 }
 
 /** A chunk's BM25 fields, tokenised: both lengths and its terms in the `kw_pending` layout. */
@@ -1056,91 +1130,77 @@ function parsePending(id: number, terms: string, into: Map<string, PostingList>)
 const DF_CACHE_TERMS = 50_000;
 
 /**
- * The k best (id, score) pairs offered so far, for scores that only grow: a min-heap of at
- * most k distinct ids, where offering a higher score for an id already held raises it in place.
- * {@link floor} — the smallest score held, −∞ until k ids are held — is then never above the
- * k-th largest current score, so MaxScore may stop or prune with it (exact top-k is kept).
+ * Score accumulators of one search: a dense `Float64Array` indexed by chunk id − `low`,
+ * the indices touched (to find and reset them without a pass over the array), and the
+ * largest score so far. Reused across searches (grown as needed, zeroed after each).
  */
-class TopK {
-  private readonly ids: number[] = [];
-  private readonly values: number[] = [];
-  private readonly at = new Map<number, number>();
+class Accumulators {
+  acc = new Float64Array(0);
+  low = 0;
+  /** Indices with a score, in first-touch order (the first {@link count}). */
+  touched = new Int32Array(1024);
+  count = 0;
+  /** Largest accumulated score. */
+  max = 0;
+  private values = new Float64Array(1024);
 
-  constructor(private readonly k: number) {}
-
-  /** The smallest score held once k ids are held, else −∞. */
-  floor(): number {
-    return this.ids.length >= this.k ? (this.values[0] as number) : Number.NEGATIVE_INFINITY;
+  /** Starts a search over ids `low` … `low + span − 1`. */
+  begin(low: number, span: number): this {
+    if (this.acc.length < span) this.acc = new Float64Array(Math.max(span, this.acc.length * 2));
+    this.low = low;
+    this.count = 0;
+    this.max = 0;
+    return this;
   }
 
-  /** Records `score` as the current score of `id` (scores of an id never decrease). */
-  offer(id: number, score: number): void {
-    const held = this.at.get(id);
-    if (held !== undefined) {
-      this.values[held] = score;
-      this.down(held);
-      return;
+  /** Adds `value` (> 0) to the score at index `j`. */
+  add(j: number, value: number): void {
+    const before = this.acc[j] as number;
+    if (before === 0) {
+      if (this.count === this.touched.length) {
+        const grown = new Int32Array(this.touched.length * 2);
+        grown.set(this.touched);
+        this.touched = grown;
+      }
+      this.touched[this.count++] = j;
     }
-    if (this.ids.length < this.k) {
-      this.ids.push(id);
-      this.values.push(score);
-      this.at.set(id, this.ids.length - 1);
-      this.up(this.ids.length - 1);
-      return;
-    }
-    if (!(score > (this.values[0] as number))) return;
-    this.at.delete(this.ids[0] as number);
-    this.ids[0] = id;
-    this.values[0] = score;
-    this.at.set(id, 0);
-    this.down(0);
+    const after = before + value;
+    this.acc[j] = after;
+    if (after > this.max) this.max = after;
   }
 
-  private swap(a: number, b: number): void {
-    const id = this.ids[a] as number;
-    const value = this.values[a] as number;
-    this.ids[a] = this.ids[b] as number;
-    this.values[a] = this.values[b] as number;
-    this.ids[b] = id;
-    this.values[b] = value;
-    this.at.set(this.ids[a] as number, a);
-    this.at.set(id, b);
+  /** The k-th largest score held (−∞ with fewer than k). */
+  kth(k: number): number {
+    return this.kthOf(this.touched.subarray(0, this.count), k);
   }
 
-  private up(from: number): void {
-    let i = from;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if ((this.values[parent] as number) <= (this.values[i] as number)) return;
-      this.swap(i, parent);
-      i = parent;
-    }
+  /** The touched indices (a view: pruning compacts it in place; {@link reset} still clears every score). */
+  candidates(): Int32Array {
+    return this.touched.subarray(0, this.count);
   }
 
-  private down(from: number): void {
-    let i = from;
-    const n = this.ids.length;
-    for (;;) {
-      const left = 2 * i + 1;
-      const right = left + 1;
-      let least = i;
-      if (left < n && (this.values[left] as number) < (this.values[least] as number)) least = left;
-      if (right < n && (this.values[right] as number) < (this.values[least] as number)) least = right;
-      if (least === i) return;
-      this.swap(i, least);
-      i = least;
-    }
+  /** The k-th largest score among `indices` (−∞ with fewer than k), by quickselect in linear time. */
+  kthOf(indices: Int32Array, k: number): number {
+    const n = indices.length;
+    if (n < k || k <= 0) return Number.NEGATIVE_INFINITY;
+    if (this.values.length < n) this.values = new Float64Array(Math.max(n, this.values.length * 2));
+    const values = this.values;
+    for (let c = 0; c < n; c++) values[c] = this.acc[indices[c] as number] as number;
+    return quickselect(values, n, n - k);
+  }
+
+  /** Zeroes every score of this search. */
+  reset(): void {
+    for (let c = 0; c < this.count; c++) this.acc[this.touched[c] as number] = 0;
+    this.count = 0;
+    this.max = 0;
   }
 }
 
-/** The k-th largest value of `scores` (−∞ when it holds fewer than k), in linear time. */
-function kthLargest(scores: Map<number, number>, k: number): number {
-  if (scores.size < k) return Number.NEGATIVE_INFINITY;
-  const values = Float64Array.from(scores.values());
-  // Quickselect for the index of the k-th largest in ascending order.
-  const target = values.length - k;
+/** The value of rank `target` (0-based, ascending) among `values[0…n)`; reorders them (Hoare's selection). */
+function quickselect(values: Float64Array, n: number, target: number): number {
   let lo = 0;
-  let hi = values.length - 1;
+  let hi = n - 1;
   while (lo < hi) {
     const pivot = values[(lo + hi) >>> 1] as number;
     let l = lo;
@@ -1161,6 +1221,93 @@ function kthLargest(scores: Map<number, number>, k: number): number {
     else break;
   }
   return values[target] as number;
+}
+
+/** The constants of one list's BM25 term score (see {@link bm25TermScore}), for the inner loops. */
+interface TermScorer {
+  weight: number;
+  idf: number;
+  k1: number;
+  b: number;
+  k1p1: number;
+  avgdl: number;
+}
+
+function termScorer(list: QueryList, k1: number, b: number): TermScorer {
+  return { weight: list.weight, idf: list.idf, k1, b, k1p1: k1 + 1, avgdl: list.avg > 0 ? list.avg : 1 };
+}
+
+/**
+ * Adds one block's postings (the {@link decodeBlock} layout) to the accumulators, scored
+ * exactly as `weight × bm25TermScore(tf, len, avg, idf)` (same operations, same order, so
+ * the same floating-point result). With `onlyScored`, only chunks already scored gain
+ * (MaxScore's completion phase); else every posting counts, unless `allowed` leaves it out.
+ */
+function accumulateBlock(
+  data: Uint8Array,
+  run: Accumulators,
+  t: TermScorer,
+  allowed: ReadonlySet<number> | undefined,
+  onlyScored: boolean,
+): void {
+  const acc = run.acc;
+  const low = run.low;
+  let id = 0;
+  let tf = 0;
+  let field = 0;
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < data.length; i++) {
+    const byte = data[i] as number;
+    value += (byte & 0x7f) * scale;
+    if (byte & 0x80) {
+      scale *= 0x80;
+      continue;
+    }
+    if (field === 0) {
+      id += value;
+      field = 1;
+    } else if (field === 1) {
+      tf = value;
+      field = 2;
+    } else {
+      field = 0;
+      if (tf > 0 && !(allowed && !allowed.has(id))) {
+        const j = id - low;
+        if (!onlyScored || (acc[j] as number) > 0) {
+          const score =
+            t.weight * ((t.idf * (tf * t.k1p1)) / (tf + t.k1 * (1 - t.b + (t.b * value) / t.avgdl)));
+          if (onlyScored) acc[j] = (acc[j] as number) + score;
+          else run.add(j, score);
+        }
+      }
+    }
+    value = 0;
+    scale = 1;
+  }
+}
+
+/** {@link accumulateBlock} for a decoded list (pending chunks, probed blocks). */
+function accumulateList(
+  list: PostingList,
+  run: Accumulators,
+  t: TermScorer,
+  allowed: ReadonlySet<number> | undefined,
+  onlyScored: boolean,
+): void {
+  const acc = run.acc;
+  const low = run.low;
+  for (let p = 0; p < list.ids.length; p++) {
+    const id = list.ids[p] as number;
+    const tf = list.tfs[p] as number;
+    if (!(tf > 0) || (allowed && !allowed.has(id))) continue;
+    const j = id - low;
+    if (onlyScored && !((acc[j] as number) > 0)) continue;
+    const len = list.lens[p] as number;
+    const score = t.weight * ((t.idf * (tf * t.k1p1)) / (tf + t.k1 * (1 - t.b + (t.b * len) / t.avgdl)));
+    if (onlyScored) acc[j] = (acc[j] as number) + score;
+    else run.add(j, score);
+  }
 }
 
 /** Options of a {@link MemoryBm25Index}. */
