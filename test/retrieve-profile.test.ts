@@ -6,9 +6,10 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { KnowledgeLayer } from "../src/knowledge-layer.js";
-import { fieldLength, profileText } from "../src/retrieve/bm25.js";
+import { fieldLength, PROFILE_FIELDS, profileText } from "../src/retrieve/bm25.js";
 import type { Filter } from "../src/retrieve/filter.js";
 import { tokenize } from "../src/retrieve/tokenizer.js";
+import { openDatabase, PROFILED_DOCUMENTS } from "../src/store/database.js";
 import type { ExtractedDocument } from "../src/types.js";
 import { tempDir } from "./helpers.js";
 
@@ -24,6 +25,23 @@ describe("field length", () => {
     // A whole paragraph on one line that happens to end in two numbers is not a table row.
     const paragraph = `${"word ".repeat(90)}ends with 12 34`;
     expect(length(paragraph)[1]).toBe(length(paragraph)[0]);
+  });
+});
+
+describe("profiled documents index", () => {
+  test("names every profile field, and SQLite answers the profile query from the partial index", () => {
+    for (const field of PROFILE_FIELDS) expect(PROFILED_DOCUMENTS).toContain(`'$.${field}'`);
+    const tmp = tempDir();
+    try {
+      const db = openDatabase(tmp.dir);
+      const plan = db
+        .prepare(`EXPLAIN QUERY PLAN SELECT id, metadata FROM documents WHERE kb = ? AND ${PROFILED_DOCUMENTS}`)
+        .all("default") as { detail: string }[];
+      expect(plan.map((p) => p.detail).join("; ")).toMatch(/USING INDEX documents_profiled/);
+      db.close();
+    } finally {
+      tmp.cleanup();
+    }
   });
 });
 

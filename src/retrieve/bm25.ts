@@ -1,4 +1,4 @@
-import type { Db } from "../store/database.js";
+import { type Db, PROFILED_DOCUMENTS } from "../store/database.js";
 import { isTableRow } from "../text-tables.js";
 import {
   appendPostings,
@@ -313,10 +313,10 @@ export class Bm25Index {
       )
       .raw();
     this.kbConfig = db.prepare("SELECT config FROM kbs WHERE name = ?").pluck();
-    const field = (f: string): string => `json_extract(metadata, '$.${f}')`;
+    // PROFILED_DOCUMENTS is the condition of the partial index `documents_profiled`.
     this.profileRows = db
       .prepare(
-        `SELECT id, metadata FROM documents WHERE kb = ? AND (${PROFILE_FIELDS.map((f) => `${field(f)} IS NOT NULL`).join(" OR ")})`,
+        `SELECT id, metadata FROM documents INDEXED BY documents_profiled WHERE kb = ? AND ${PROFILED_DOCUMENTS}`,
       )
       .raw();
     this.documentCount = db.prepare("SELECT documents FROM kb_stats WHERE kb = ?").pluck();

@@ -11,6 +11,16 @@ export type Db = Database.Database;
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
 export const SCHEMA_VERSION = 7;
 
+/**
+ * Documents whose metadata has a profile field (`organization`, `documentKind`, `period`:
+ * see `retrieve/bm25.ts` PROFILE_FIELDS), as an SQL condition on `documents`. A partial
+ * index on it (`documents_profiled`) lets keyword search read those documents without a
+ * scan of every document of the KB; the query must use this exact text for SQLite to see
+ * that the index applies.
+ */
+export const PROFILED_DOCUMENTS =
+  "(json_extract(metadata, '$.organization') IS NOT NULL OR json_extract(metadata, '$.documentKind') IS NOT NULL OR json_extract(metadata, '$.period') IS NOT NULL)";
+
 /** SQLite page cache per connection, in KiB (see {@link openDatabase}). */
 const CACHE_KIB = 131_072;
 
@@ -55,6 +65,7 @@ CREATE TABLE IF NOT EXISTS documents (
   UNIQUE (kb, uri)
 );
 CREATE INDEX IF NOT EXISTS documents_path ON documents (kb, path);
+CREATE INDEX IF NOT EXISTS documents_profiled ON documents (kb) WHERE ${PROFILED_DOCUMENTS};
 CREATE TABLE IF NOT EXISTS chunks (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   kb TEXT NOT NULL,
