@@ -41,6 +41,8 @@ import {
 } from "../retrieve/filter.js";
 import { ANALYZERS, type Analyzer } from "../retrieve/tokenizer.js";
 import { errorText, redactSecrets } from "../secrets.js";
+import { registerMcpCommand } from "./commands/mcp.js";
+import { registerServeCommands } from "./commands/serve.js";
 import {
   type ChunkedDocument,
   formatChunks,
@@ -50,8 +52,6 @@ import {
   formatSearchResults,
   ProgressReporter,
 } from "./format.js";
-import { registerMcpCommand } from "./mcp.js";
-import { registerServeCommands } from "./serve.js";
 import {
   embeddingModelHelp,
   RERANKER_TYPES,

@@ -8,11 +8,16 @@
  * ```
  */
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { KnowledgeLayerError } from "../errors.js";
-import { KnowledgeLayer } from "../knowledge-layer.js";
-import { errorForLog, errorText } from "../secrets.js";
-import { buildServer, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from "../server/app.js";
-import { tenantScope } from "../server/tenancy.js";
+import { KnowledgeLayerError } from "../../errors.js";
+import { KnowledgeLayer } from "../../knowledge-layer.js";
+import { errorForLog, errorText } from "../../secrets.js";
+import {
+  buildServer,
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_MAX_FILE_BYTES,
+  DEFAULT_MAX_FILES,
+} from "../../server/app.js";
+import { tenantScope } from "../../server/tenancy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 

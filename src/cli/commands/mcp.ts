@@ -1,9 +1,9 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { KnowledgeLayerError } from "../errors.js";
-import { KnowledgeLayer } from "../knowledge-layer.js";
-import { isLoopback, serveHttp } from "../mcp/http.js";
-import { resolveIngestRoot } from "../mcp/ingest-root.js";
-import { serveStdio } from "../mcp/stdio.js";
+import { KnowledgeLayerError } from "../../errors.js";
+import { KnowledgeLayer } from "../../knowledge-layer.js";
+import { isLoopback, serveHttp } from "../../mcp/http.js";
+import { resolveIngestRoot } from "../../mcp/ingest-root.js";
+import { serveStdio } from "../../mcp/stdio.js";
 
 /** Default port of `kl mcp --http`. */
 export const DEFAULT_MCP_PORT = 3334;
