@@ -1,5 +1,5 @@
 /**
- * `kl serve` (the HTTP API) and `kl apikey` (API keys scoped to a tenant).
+ * `kl serve`: the HTTP API (its API keys, scoped to a tenant, come from `kl apikey`: `apikey.ts`).
  *
  * ```sh
  * kl apikey create acme            # prints a new key for tenant "acme" (shown once)
@@ -9,7 +9,6 @@
  */
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KnowledgeLayerError } from "../../errors.js";
-import { KnowledgeLayer } from "../../knowledge-layer.js";
 import { errorForLog, errorText } from "../../secrets.js";
 import {
   buildServer,
@@ -17,7 +16,8 @@ import {
   DEFAULT_MAX_FILE_BYTES,
   DEFAULT_MAX_FILES,
 } from "../../server/app.js";
-import { tenantScope } from "../../server/tenancy.js";
+import { openTenantScoped } from "../data-dir.js";
+import { printNewKey } from "./apikey.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -37,35 +37,8 @@ const port = (value: string): number => {
   return n;
 };
 
-/**
- * Opens the data directory of `--data-dir` (or `$KL_HOME`, `./.kl`); with
- * `create` false a missing one is an error and nothing is created.
- */
-function open(command: Command, offThread = false, create = true): KnowledgeLayer {
-  const opts = command.optsWithGlobals() as { dataDir?: string };
-  // Tenants never share cached embeddings: cache hits would tell one what another holds.
-  return KnowledgeLayer.open({ dataDir: opts.dataDir, offThread, cacheScope: tenantScope, create });
-}
-
-/** Prints a new key for `tenant`. */
-async function printNewKey(
-  kl: KnowledgeLayer,
-  tenant: string,
-  label: string | undefined,
-  json: boolean,
-): Promise<void> {
-  const created = await kl.createApiKey(tenant, label);
-  if (json) console.log(JSON.stringify(created, null, 2));
-  else {
-    console.log(created.key);
-    console.error(
-      `kl: created API key ${created.id} for tenant "${tenant}"; it is shown only now (the data directory keeps its SHA-256)`,
-    );
-  }
-}
-
-/** Registers `kl serve` and `kl apikey create|list|revoke` on the program. */
-export function registerServeCommands(program: Command): void {
+/** Registers `kl serve` on the program. */
+export function registerServeCommand(program: Command): void {
   program
     .command("serve")
     .description(
@@ -101,7 +74,7 @@ export function registerServeCommands(program: Command): void {
     .option("--key-label <label>", "label of the key made by --create-key")
     .action(async (o, command: Command) => {
       // A server must keep answering while a model runs: inference off the main thread.
-      const kl = open(command, o.createKey === undefined);
+      const kl = openTenantScoped(command, o.createKey === undefined);
       if (o.createKey !== undefined) {
         try {
           await printNewKey(kl, o.createKey, o.keyLabel, false);
@@ -149,54 +122,5 @@ export function registerServeCommands(program: Command): void {
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
       });
-    });
-
-  const apikey = program
-    .command("apikey")
-    .description("manage API keys of kl serve (each is scoped to a tenant)");
-  apikey
-    .command("create")
-    .argument("<tenant>", "tenant name: 1-32 letters, digits, '_' or '-'")
-    .description("create an API key for a tenant and print it (only the SHA-256 is stored)")
-    .option("--label <label>", "a note to recognise the key by")
-    .option("--json", "print id, tenant and key as JSON")
-    .action(async (tenant: string, o, command: Command) => {
-      const kl = open(command);
-      try {
-        await printNewKey(kl, tenant, o.label, Boolean(o.json));
-      } finally {
-        await kl.close();
-      }
-    });
-  apikey
-    .command("list")
-    .description("list API keys (ids, tenants, labels; never the keys)")
-    .option("--tenant <tenant>", "only this tenant's keys")
-    .option("--json", "print JSON")
-    .action(async (o, command: Command) => {
-      const kl = open(command, false, false);
-      try {
-        const keys = await kl.listApiKeys(o.tenant);
-        if (o.json) console.log(JSON.stringify(keys, null, 2));
-        else
-          for (const k of keys)
-            console.log(`${k.id}  ${k.tenant.padEnd(20)} ${k.createdAt}  ${k.label ?? ""}`);
-      } finally {
-        await kl.close();
-      }
-    });
-  apikey
-    .command("revoke")
-    .argument("<id>", "key id (from kl apikey list)")
-    .description("delete an API key; requests with it get 401 from then on")
-    .action(async (id: string, _o, command: Command) => {
-      const kl = open(command, false, false);
-      try {
-        if (!(await kl.revokeApiKey(id)))
-          throw new KnowledgeLayerError(`unknown API key id "${id}" (see kl apikey list)`);
-        console.log(`revoked API key ${id}`);
-      } finally {
-        await kl.close();
-      }
     });
 }
