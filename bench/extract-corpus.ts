@@ -6,7 +6,7 @@
  *
  * Usage: npm run bench:extract [-- DIR...] [--json]
  *
- * The test suite (test/extract-corpus.test.ts) makes the same run and asserts on
+ * The test suite (test/extract/extract-corpus.test.ts) makes the same run and asserts on
  * it; this script is for reading the figures.
  */
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";

@@ -15,9 +15,9 @@
  *   computed by brute force in JS (cosine = dot product of unit vectors).
  *
  * Stores: `sqlite` (embedded default, temp data dir), `pgvector` (a throwaway real
- * PostgreSQL server, see test/postgres-server.ts), `chroma` (a throwaway real Chroma
- * server, test/chroma-server.ts), `qdrant` and `pinecone` (the local fakes of
- * test/fakes, in this process: they measure the adapter and the fake's brute-force
+ * PostgreSQL server, see test/helpers/postgres-server.ts), `chroma` (a throwaway real Chroma
+ * server, test/helpers/chroma-server.ts), `qdrant` and `pinecone` (the local fakes of
+ * test/helpers/fakes, in this process: they measure the adapter and the fake's brute-force
  * scan, not the real services). A store whose server cannot start is reported as
  * skipped. If inserting one size takes longer than `--budget` seconds the insert
  * stops there and that row reports the N actually reached.
@@ -37,10 +37,10 @@ import type { VectorStoreConfig } from "../src/config.js";
 import type { VectorRecord, VectorStore } from "../src/store/contract.js";
 import { type Db, openDatabase } from "../src/store/database.js";
 import { createVectorStore } from "../src/store/index.js";
-import { startChromaServer } from "../test/chroma-server.js";
-import { startFakePinecone } from "../test/fakes/pinecone-server.js";
-import { FAKE_QDRANT_VERSION, startFakeQdrant } from "../test/fakes/qdrant-server.js";
-import { startPostgresServer } from "../test/postgres-server.js";
+import { startChromaServer } from "../test/helpers/chroma-server.js";
+import { startFakePinecone } from "../test/helpers/fakes/pinecone-server.js";
+import { FAKE_QDRANT_VERSION, startFakeQdrant } from "../test/helpers/fakes/qdrant-server.js";
+import { startPostgresServer } from "../test/helpers/postgres-server.js";
 
 const DIM = 512;
 const CENTROIDS = 200;

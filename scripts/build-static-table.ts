@@ -14,7 +14,7 @@
  * ~2.1 M tokens. SciFact, Cranfield and XQuAD (the quality benchmarks) are
  * not used. Took 28 minutes on 2 heavily loaded cores (teacher 6, Cholesky 15,
  * PCA 2 × 2); prints the table's SHA-256,
- * which test/embed-static.test.ts checks.
+ * which test/embed/embed-static.test.ts checks.
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";

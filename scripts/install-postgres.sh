@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs a PostgreSQL server and the pgvector extension for the pgvector store tests
-# (test/store-pgvector.test.ts starts its own throwaway server; nothing is started here).
+# (test/store/store-pgvector.test.ts starts its own throwaway server; nothing is started here).
 #
 # Debian 13 (trixie, PostgreSQL 17): apt has postgresql-17-pgvector, so it is installed.
 # Debian 12 (bookworm, PostgreSQL 15): apt has no pgvector package, so pgvector is built

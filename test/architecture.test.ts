@@ -224,6 +224,9 @@ describe("adapters use the facade only", () => {
   it("finds the adapter files", () => {
     expect(files).toContain("src/cli/main.ts");
     expect(files).toContain("src/server/app.ts");
+    // Subfolders too: the command and route files.
+    expect(files).toContain("src/cli/commands/kb.ts");
+    expect(files).toContain("src/server/routes/kbs.ts");
     expect(files).toContain("src/mcp/server.ts");
     expect(files).toContain("src/agent/memory.ts");
   });

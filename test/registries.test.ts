@@ -18,7 +18,7 @@ import { createEmbedder, EMBEDDING_PROVIDER_REGISTRY } from "../src/embed/index.
 import { createReranker, RERANKERS } from "../src/rerank/index.js";
 import { schemas } from "../src/server/schemas.js";
 import type { SettingSchema, Settings } from "../src/settings.js";
-import { cliRunner, tempDir } from "./helpers.js";
+import { cliRunner, tempDir } from "./helpers/helpers.js";
 
 /** A valid value of a setting (a URL of one of its schemes, a name, a number). */
 function sampleValue(setting: SettingSchema): unknown {

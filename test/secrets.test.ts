@@ -41,8 +41,8 @@ import { internalKbName } from "../src/server/tenancy.js";
 import type { Registry, Settings } from "../src/settings.js";
 import { redactKbConfig } from "../src/store/index.js";
 import { QdrantVectorStore } from "../src/store/qdrant.js";
-import { tempDir } from "./helpers.js";
-import { startServer, type TestServer } from "./server-helpers.js";
+import { tempDir } from "./helpers/helpers.js";
+import { startServer, type TestServer } from "./helpers/server-helpers.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const tmp = tempDir("kl-secrets-");

@@ -8,7 +8,7 @@
  * (`wasm/tree-sitter-<name>.wasm`), run by `web-tree-sitter`. Offsets: for a
  * JavaScript string input web-tree-sitter feeds the parser UTF-16 and reports
  * `startIndex`/`endIndex` in UTF-16 code units, i.e. exact JavaScript string
- * offsets (verified with non-BMP characters by `test/chunk-code.test.ts`);
+ * offsets (verified with non-BMP characters by `test/chunk/chunk-code.test.ts`);
  * {@link parseCode} still rejects a tree whose extent disagrees with the text.
  */
 import { createRequire } from "node:module";

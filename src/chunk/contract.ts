@@ -7,7 +7,7 @@ import type { ChunkLimits } from "./spans.js";
  *
  * Every implementation must keep the invariants documented on {@link Chunk}
  * (exact body spans, no empty chunks, well-formed UTF-16) and cover every
- * non-whitespace character of the document; `test/chunk-conformance.test.ts`
+ * non-whitespace character of the document; `test/chunk/chunk-conformance.test.ts`
  * runs the same checks against every strategy.
  */
 export interface Chunker {

@@ -21,7 +21,7 @@
  *
  * Attention adds −1e9 to padded keys; LayerNorm ε = 1e-6 (read from the
  * weights, like the attention scales and the timing signal's frequencies).
- * Validated against the TF.js graph on real texts (test/embed-use-onnx.test.ts,
+ * Validated against the TF.js graph on real texts (test/embed/embed-use-onnx.test.ts,
  * bench/embed-throughput.ts: cosine ≥ 0.9999 fp32).
  *
  * `int8: true` stores the projection matrices as 7-bit integers with one

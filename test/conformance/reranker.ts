@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RerankError, type Reranker, type RerankScale, type RerankScore } from "../../src/rerank/contract.js";
-import { SHARED } from "../helpers.js";
+import { SHARED } from "../helpers/helpers.js";
 
 /** What a conformance run needs: the reranker under test and optional probes. */
 export interface RerankerSubject {

@@ -1,0 +1,278 @@
+import { readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { setAnnWarn, setUsearchLoader } from "../../src/store/ann-index.js";
+import type { VectorRecord } from "../../src/store/contract.js";
+import { type Db, openDatabase } from "../../src/store/database.js";
+import { SqliteVectorStore } from "../../src/store/sqlite-vector-store.js";
+import { tempDir } from "../helpers/helpers.js";
+
+const DIM = 48;
+const ANN = { minRecords: 300, threads: 1 };
+
+/** Deterministic clustered unit vectors: `clusters` centres plus Gaussian noise. */
+function generator(seed: number, clusters = 40) {
+  let s = seed >>> 0;
+  const rnd = (): number => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+  const gauss = (): number => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
+  const centres = Array.from({ length: clusters }, () => Float32Array.from({ length: DIM }, gauss));
+  return (): Float32Array => {
+    const c = centres[Math.floor(rnd() * clusters)] as Float32Array;
+    const v = Float32Array.from(c, (x) => x + 0.8 * gauss());
+    const n = Math.hypot(...v);
+    return v.map((x) => x / n);
+  };
+}
+
+function records(make: () => Float32Array, from: number, count: number, tag = "a"): VectorRecord[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `r${from + i}`,
+    vector: make(),
+    payload: { n: from + i, tag, even: (from + i) % 2 === 0 },
+  }));
+}
+
+const opened: { db: Db; store: SqliteVectorStore }[] = [];
+const cleanups: (() => void)[] = [];
+
+function open(dir: string): { db: Db; store: SqliteVectorStore } {
+  const db = openDatabase(dir);
+  const store = new SqliteVectorStore(db, { ann: ANN });
+  opened.push({ db, store });
+  return { db, store };
+}
+
+function newDir(): string {
+  const { dir, cleanup } = tempDir("kl-ann-");
+  cleanups.push(cleanup);
+  return dir;
+}
+
+afterEach(() => {
+  for (const { db } of opened.splice(0)) if (db.open) db.close();
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+async function recallAt10(
+  store: SqliteVectorStore,
+  collection: string,
+  queries: Float32Array[],
+): Promise<number> {
+  let found = 0;
+  for (const q of queries) {
+    const exact = await store.search(collection, q, { topK: 10, exact: true });
+    const approx = await store.search(collection, q, { topK: 10 });
+    const want = new Set(exact.map((h) => h.id));
+    found += approx.filter((h) => want.has(h.id)).length;
+    // Rescored exactly: the same record has the same score either way.
+    const byId = new Map(exact.map((h) => [h.id, h.score]));
+    for (const hit of approx) if (byId.has(hit.id)) expect(hit.score).toBeCloseTo(byId.get(hit.id) ?? 0, 5);
+  }
+  return found / (queries.length * 10);
+}
+
+describe("embedded store: approximate (HNSW) index", () => {
+  it("answers with recall@10 >= 0.95 against exact search and uses the index", async () => {
+    const dir = newDir();
+    const { store } = open(dir);
+    const make = generator(1);
+    await store.createCollection("kb_a", DIM, "cosine");
+    await store.addBatch("kb_a", records(make, 0, 3000));
+    const queries = Array.from({ length: 40 }, make);
+    expect(await recallAt10(store, "kb_a", queries)).toBeGreaterThanOrEqual(0.95);
+    expect(store.ann?.isLoaded("kb_a")).toBe(true);
+    await store.close();
+    expect(readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"))).toHaveLength(1);
+  });
+
+  it("searches small collections exactly without building an index", async () => {
+    const { store } = open(newDir());
+    const make = generator(2);
+    await store.createCollection("small", DIM, "cosine");
+    await store.addBatch("small", records(make, 0, 100));
+    await store.search("small", make(), { topK: 5 });
+    expect(store.ann?.isLoaded("small")).toBe(false);
+  });
+
+  it("repairs the index after a crash between the vector commit and the index save", async () => {
+    const dir = newDir();
+    const make = generator(3);
+    const first = open(dir);
+    await first.store.createCollection("kb", DIM, "cosine");
+    await first.store.addBatch("kb", records(make, 0, 1000));
+    await first.store.search("kb", make(), { topK: 10 }); // builds and saves the index file
+    const added = records(make, 1000, 200, "late");
+    await first.store.addBatch("kb", added);
+    await first.store.delete("kb", ["r0", "r1", "r2"]);
+    // Crash: the catalog committed, the in-memory index never saw the writes or saved them.
+    first.db.close();
+
+    const second = open(dir);
+    for (const record of added.slice(0, 20)) {
+      const hits = await second.store.search("kb", record.vector, { topK: 1 });
+      expect(hits[0]?.id).toBe(record.id);
+      expect(hits[0]?.score).toBeCloseTo(1, 5);
+    }
+    const gone = new Set(["r0", "r1", "r2"]);
+    const queries = Array.from({ length: 30 }, make);
+    for (const q of queries) {
+      const hits = await second.store.search("kb", q, { topK: 50 });
+      expect(hits.some((h) => gone.has(h.id))).toBe(false);
+    }
+    expect(await recallAt10(second.store, "kb", queries)).toBeGreaterThanOrEqual(0.95);
+  });
+
+  it("rebuilds from SQLite when the index file is unreadable", async () => {
+    const dir = newDir();
+    const make = generator(4);
+    const first = open(dir);
+    await first.store.createCollection("kb", DIM, "cosine");
+    const stored = records(make, 0, 800);
+    await first.store.addBatch("kb", stored);
+    first.store.syncIndex("kb");
+    await first.store.close();
+    first.db.close();
+    const files = readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"));
+    expect(files).toHaveLength(1);
+    writeFileSync(join(dir, "kl-ann", files[0] as string), "not an index");
+    const second = open(dir);
+    const probe = stored[123] as VectorRecord;
+    const hits = await second.store.search("kb", probe.vector, { topK: 3 });
+    expect(hits[0]?.id).toBe(probe.id);
+    expect(await recallAt10(second.store, "kb", Array.from({ length: 20 }, make))).toBeGreaterThanOrEqual(
+      0.95,
+    );
+  });
+
+  it("never returns deleted records and finds re-ingested (changed) ones by their new vector", async () => {
+    const { store } = open(newDir());
+    const make = generator(5);
+    await store.createCollection("kb", DIM, "cosine");
+    const stored = records(make, 0, 1000);
+    await store.addBatch("kb", stored);
+    await store.search("kb", make(), { topK: 10 });
+    expect(store.ann?.isLoaded("kb")).toBe(true);
+
+    const victim = stored[10] as VectorRecord;
+    await store.delete("kb", [victim.id]);
+    expect((await store.search("kb", victim.vector, { topK: 10 })).map((h) => h.id)).not.toContain(victim.id);
+
+    // Re-ingest of a changed file: same id, new vector (INSERT OR REPLACE) and update().
+    const changed = stored[20] as VectorRecord;
+    const fresh = make();
+    await store.addBatch("kb", [{ ...changed, vector: fresh, payload: { tag: "changed" } }]);
+    let hits = await store.search("kb", fresh, { topK: 1 });
+    expect(hits[0]).toMatchObject({ id: changed.id, payload: { tag: "changed" } });
+    expect(hits[0]?.score).toBeCloseTo(1, 5);
+    const old = await store.search("kb", changed.vector, { topK: 1 });
+    expect(old[0]?.id === changed.id && (old[0]?.score ?? 0) > 0.9999).toBe(false);
+
+    const updated = stored[30] as VectorRecord;
+    const other = make();
+    await store.update("kb", [{ id: updated.id, vector: other, payload: { tag: "updated" } }]);
+    hits = await store.search("kb", other, { topK: 1 });
+    expect(hits[0]).toMatchObject({ id: updated.id, payload: { tag: "updated" } });
+    expect((await store.info("kb"))?.count).toBe(999);
+  });
+
+  it("drops a collection with its index and re-creates it empty", async () => {
+    const dir = newDir();
+    const { store } = open(dir);
+    const make = generator(6);
+    await store.createCollection("kb", DIM, "cosine");
+    const before = records(make, 0, 600, "before");
+    await store.addBatch("kb", before);
+    await store.search("kb", make(), { topK: 10 });
+    await store.close();
+    await store.dropCollection("kb");
+    expect(readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"))).toEqual([]);
+
+    await store.createCollection("kb", DIM, "cosine");
+    const after = records(make, 0, 600, "after");
+    await store.addBatch("kb", after);
+    for (const record of before.slice(0, 10)) {
+      const hits = await store.search("kb", record.vector, { topK: 20 });
+      expect(hits.every((h) => h.payload.tag === "after")).toBe(true);
+    }
+    const probe = after[5] as VectorRecord;
+    expect((await store.search("kb", probe.vector, { topK: 1 }))[0]?.id).toBe(probe.id);
+    expect(store.ann?.isLoaded("kb")).toBe(true);
+  });
+
+  it("answers filtered searches exactly when the filter is too selective for the candidates", async () => {
+    const { store } = open(newDir());
+    const make = generator(7);
+    await store.createCollection("kb", DIM, "cosine");
+    await store.addBatch("kb", records(make, 0, 1500));
+    for (const q of Array.from({ length: 10 }, make)) {
+      const filter = { n: 777 };
+      expect(await store.search("kb", q, { topK: 5, filter })).toEqual(
+        await store.search("kb", q, { topK: 5, filter, exact: true }),
+      );
+      const half = await store.search("kb", q, { topK: 10, filter: { even: true } });
+      expect(half).toHaveLength(10);
+      expect(half.every((h) => h.payload.even === true)).toBe(true);
+    }
+  });
+
+  it("keeps two connections to one database consistent (another process writes and prunes the log)", async () => {
+    const dir = newDir();
+    const make = generator(8);
+    const writer = open(dir);
+    const reader = open(dir);
+    await writer.store.createCollection("kb", DIM, "cosine");
+    await writer.store.addBatch("kb", records(make, 0, 700));
+    await reader.store.search("kb", make(), { topK: 5 });
+    expect(reader.store.ann?.isLoaded("kb")).toBe(true);
+    const late = records(make, 700, 50, "late");
+    await writer.store.addBatch("kb", late);
+    await writer.store.delete("kb", ["r1"]);
+    writer.store.syncIndex("kb"); // saves a newer file and prunes the log the reader has not applied
+    for (const record of late.slice(0, 5)) {
+      expect((await reader.store.search("kb", record.vector, { topK: 1 }))[0]?.id).toBe(record.id);
+    }
+    expect((await reader.store.get("kb", ["r1"])).length).toBe(0);
+  });
+
+  it("searches exactly when the index is disabled", async () => {
+    const db = openDatabase(newDir());
+    const store = new SqliteVectorStore(db, { ann: false });
+    opened.push({ db, store });
+    const make = generator(9);
+    await store.createCollection("kb", DIM, "cosine");
+    await store.addBatch("kb", records(make, 0, 400));
+    const q = make();
+    expect(await store.search("kb", q, { topK: 10 })).toEqual(
+      await store.search("kb", q, { topK: 10, exact: true }),
+    );
+    expect(store.ann).toBeUndefined();
+  });
+
+  it("falls back to exact search, with one warning, when the native module cannot be loaded", async () => {
+    const warnings: string[] = [];
+    const previousWarn = setAnnWarn((m) => warnings.push(m));
+    const previousLoader = setUsearchLoader(() => {
+      throw new Error("no prebuilt binary for this platform");
+    });
+    try {
+      const { store } = open(newDir());
+      const make = generator(10);
+      await store.createCollection("kb", DIM, "cosine");
+      await store.addBatch("kb", records(make, 0, 500));
+      for (const q of Array.from({ length: 3 }, make)) {
+        expect(await store.search("kb", q, { topK: 10 })).toEqual(
+          await store.search("kb", q, { topK: 10, exact: true }),
+        );
+      }
+      expect(store.ann?.isLoaded("kb")).toBe(false);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/no prebuilt binary/);
+    } finally {
+      setAnnWarn(previousWarn);
+      setUsearchLoader(previousLoader);
+    }
+  });
+});
