@@ -375,6 +375,12 @@ export interface KnowledgeBaseConfig {
   retrieval: RetrievalConfig;
 }
 
+/**
+ * Largest attachment text, in characters, that an agent answers inline instead of
+ * indexing it (`agent/routing.ts` `AttachOptions.inlineLimit`, an agent's `inlineLimit`): 3,000.
+ */
+export const DEFAULT_INLINE_LIMIT = 3000;
+
 /** Name of the knowledge base used when none is given. It exists implicitly. */
 export const DEFAULT_KB = "default";
 

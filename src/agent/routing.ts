@@ -7,15 +7,14 @@
  * JavaScript string length (UTF-16 code units, the unit of the rest of the
  * library: chunk offsets, `chunkSize` with `unit: "chars"`).
  */
-import { DEFAULT_KB } from "../config.js";
+import { DEFAULT_INLINE_LIMIT, DEFAULT_KB } from "../config.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { extractBytes, extractFile } from "../extract/index.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
 import type { KnowledgeLayer } from "../knowledge-layer.js";
 import type { ExtractedDocument, SourceType } from "../types.js";
 
-/** Default {@link AttachOptions.inlineLimit}: 3,000 characters. */
-export const DEFAULT_INLINE_LIMIT = 3000;
+export { DEFAULT_INLINE_LIMIT } from "../config.js";
 
 /** Separator placed between the texts of a multi-document source (an mbox, an email with attachments). */
 export const INLINE_DOCUMENT_SEPARATOR = "\n\n";

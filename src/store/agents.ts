@@ -8,8 +8,7 @@
  * memory tables (see `memories.ts`).
  */
 import { randomUUID } from "node:crypto";
-import { DEFAULT_INLINE_LIMIT } from "../agent/routing.js";
-import type { RetrievalMode } from "../config.js";
+import { DEFAULT_INLINE_LIMIT, type RetrievalMode } from "../config.js";
 import { ConflictError, NotFoundError } from "../errors.js";
 import type { Filter } from "../retrieve/filter.js";
 import type { Db } from "./database.js";
