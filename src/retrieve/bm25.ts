@@ -242,6 +242,12 @@ export class Bm25Index {
   private readonly profileCache = new Map<string, ProfileIndex>();
   /** Chunks indexed by this instance since it last counted the pending rows. */
   private sinceCheck = 0;
+  /**
+   * Blocks the searches of this instance decoded in full (`blocksRead`), decoded only to
+   * complete chunks already scored (`blocksCompleted`), and skipped unread (`blocksSkipped`):
+   * diagnostics and tests of the block-max pruning.
+   */
+  readonly searchStats = { blocksRead: 0, blocksCompleted: 0, blocksSkipped: 0 };
   /** Score accumulators, reused by every search of this instance (searches are synchronous). */
   private readonly scratch = new Accumulators();
 
@@ -275,9 +281,9 @@ export class Bm25Index {
     this.deleteSegment = db.prepare("DELETE FROM kw_segments WHERE kb = ? AND seg = ?");
     this.termBlocks = db
       .prepare(
-        "SELECT data FROM kw_seg_blocks WHERE kb = ? AND seg IN (SELECT seg FROM kw_segments WHERE kb = ?) AND term = ?",
+        "SELECT last_id, max_tf, min_len, data FROM kw_seg_blocks WHERE kb = ? AND seg IN (SELECT seg FROM kw_segments WHERE kb = ?) AND term = ?",
       )
-      .pluck();
+      .raw();
     this.blockAt = db
       .prepare(
         "SELECT last_id, data FROM kw_seg_blocks WHERE kb = ? AND seg = ? AND term = ? AND last_id >= ? ORDER BY last_id LIMIT 1",
@@ -866,7 +872,7 @@ export class Bm25Index {
       }
     }
     if (!(high >= low)) return [];
-    const run = this.scratch.begin(low, high - low + 1);
+    const run = this.scratch.begin(low, high - low + 1, topK);
     try {
       return this.maxScore(kb, lists, rest, topK, params, run, pending, segments, allowed);
     } finally {
@@ -894,13 +900,10 @@ export class Bm25Index {
     const k1 = params.k1;
     const b = params.b;
     let i = 0;
-    // Full reads. The k-th score is at most the best one, so it is only worked out once the
-    // bound of the lists left falls below the best score.
-    let theta = Number.NEGATIVE_INFINITY;
+    // Full reads. `run.floor()` is the k-th best score so far (its top-k heap holds the k
+    // best chunks with their current scores), a lower bound of the final k-th score.
     for (; i < lists.length; i++) {
-      const bound = rest[i] as number;
-      if (run.count >= topK && bound < run.max) theta = run.kth(topK);
-      if (bound < theta) break;
+      if ((rest[i] as number) < run.floor()) break;
       const list = lists[i] as QueryList;
       if (list.fixed) {
         for (const [id, add] of list.fixed) {
@@ -910,17 +913,33 @@ export class Bm25Index {
         continue;
       }
       const scorer = termScorer(list, k1, b);
-      for (const data of this.termBlocks.all(kb, kb, list.term) as Buffer[]) {
-        accumulateBlock(data, run, scorer, allowed, false);
+      const after = rest[i + 1] as number;
+      for (const [lastId, maxTf, minLen, data] of this.termBlocks.all(kb, kb, list.term) as BlockRow[]) {
+        // Block-max (Ding & Suel 2011): when even the block's best posting plus every list
+        // after it stays under the k-th score, no chunk first seen here can reach the top k,
+        // so only chunks already scored gain, and a block holding none of them is skipped
+        // unread. (A chunk skipped here and met again later stays under the k-th score.)
+        if (blockBound(scorer, maxTf, minLen) + after < run.floor()) {
+          if (run.anyScored(firstId(data) - low, lastId - low)) {
+            accumulateBlock(data, run, scorer, allowed, true);
+            this.searchStats.blocksCompleted++;
+          } else this.searchStats.blocksSkipped++;
+        } else {
+          accumulateBlock(data, run, scorer, allowed, false);
+          this.searchStats.blocksRead++;
+        }
       }
       const termPending = pending.get(list.term);
       if (termPending) accumulateList(termPending, run, scorer, allowed, false);
     }
     // The lists left only complete the scores of chunks that can still reach the top k.
     let candidates = run.candidates();
+    // Whether the coarse marks hold only (a superset of) the candidates left.
+    let marked = false;
     for (; i < lists.length; i++) {
-      // Pruning keeps the top k, so the k-th score only changes as the scores complete.
-      theta = candidates.length >= topK ? run.kthOf(candidates, topK) : Number.NEGATIVE_INFINITY;
+      // Scores only grow and every change is offered to the heap, so its floor stays the
+      // k-th best score; pruning never drops a chunk the heap holds.
+      const theta = run.floor();
       const bound = rest[i] as number;
       let kept = 0;
       for (let c = 0; c < candidates.length; c++) {
@@ -934,7 +953,7 @@ export class Bm25Index {
         for (let c = 0; c < candidates.length; c++) {
           const j = candidates[c] as number;
           const add = list.fixed.get(j + low);
-          if (add !== undefined) acc[j] = (acc[j] as number) + add;
+          if (add !== undefined) run.bump(j, add);
         }
         continue;
       }
@@ -951,13 +970,20 @@ export class Bm25Index {
           true,
         );
       } else {
-        for (const data of this.termBlocks.all(kb, kb, list.term) as Buffer[]) {
-          accumulateBlock(data, run, scorer, undefined, true);
+        if (!marked) {
+          run.markOnly(candidates);
+          marked = true;
+        }
+        for (const [lastId, , , data] of this.termBlocks.all(kb, kb, list.term) as BlockRow[]) {
+          if (run.anyScored(firstId(data) - low, lastId - low)) {
+            accumulateBlock(data, run, scorer, undefined, true);
+            this.searchStats.blocksCompleted++;
+          } else this.searchStats.blocksSkipped++;
         }
         if (termPending) accumulateList(termPending, run, scorer, undefined, true);
       }
     }
-    theta = candidates.length > topK ? run.kthOf(candidates, topK) : Number.NEGATIVE_INFINITY;
+    const theta = run.floor();
     const hits: Bm25Hit[] = [];
     for (let c = 0; c < candidates.length; c++) {
       const j = candidates[c] as number;
@@ -1129,10 +1155,41 @@ function parsePending(id: number, terms: string, into: Map<string, PostingList>)
 /** Terms whose document frequency a {@link Bm25Index} keeps per KB before starting over. */
 const DF_CACHE_TERMS = 50_000;
 
+/** log2 of the indices one coarse mark of {@link Accumulators} covers (64). */
+const MARK_SHIFT = 6;
+
+/** A `kw_seg_blocks` row as search reads it: last chunk id, largest tf, smallest length, postings. */
+type BlockRow = [number, number, number, Buffer];
+
+/** The first chunk id of a block (its first varint: a gap from 0). */
+function firstId(data: Uint8Array): number {
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < data.length; i++) {
+    const byte = data[i] as number;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return value;
+    scale *= 0x80;
+  }
+  return value;
+}
+
+/**
+ * Upper bound of a block's term scores from its largest tf and smallest length: the term
+ * score grows with tf and falls with length, so no posting of the block scores more.
+ */
+function blockBound(t: TermScorer, maxTf: number, minLen: number): number {
+  return (t.scale * maxTf) / (maxTf + t.base + t.perToken * minLen);
+}
+
 /**
  * Score accumulators of one search: a dense `Float64Array` indexed by chunk id − `low`,
- * the indices touched (to find and reset them without a pass over the array), and the
- * largest score so far. Reused across searches (grown as needed, zeroed after each).
+ * the indices touched (to find and reset them without a pass over the array), and a
+ * min-heap of the k best indices with their current scores, whose positions are kept in a
+ * dense array too (scores only grow, so a held index moves down the heap when it gains).
+ * Its {@link floor} — the smallest score held, −∞ until k indices are held — is the k-th
+ * largest current score, so MaxScore may stop or prune with it and the top k stay exact.
+ * Reused across searches (grown as needed, cleared after each).
  */
 class Accumulators {
   acc = new Float64Array(0);
@@ -1140,20 +1197,40 @@ class Accumulators {
   /** Indices with a score, in first-touch order (the first {@link count}). */
   touched = new Int32Array(1024);
   count = 0;
-  /** Largest accumulated score. */
-  max = 0;
-  private values = new Float64Array(1024);
+  /** Heap position + 1 of each index (0: not in the heap). */
+  private posOf = new Int32Array(0);
+  /** One flag per 2^{@link MARK_SHIFT} indices: set when one of them may hold a score. */
+  private marks = new Uint8Array(0);
+  private k = 0;
+  private heapIdx = new Int32Array(16);
+  private heapVal = new Float64Array(16);
+  private size = 0;
 
-  /** Starts a search over ids `low` … `low + span − 1`. */
-  begin(low: number, span: number): this {
-    if (this.acc.length < span) this.acc = new Float64Array(Math.max(span, this.acc.length * 2));
+  /** Starts a search for the `k` best over ids `low` … `low + span − 1`. */
+  begin(low: number, span: number, k: number): this {
+    if (this.acc.length < span) {
+      const length = Math.max(span, this.acc.length * 2);
+      this.acc = new Float64Array(length);
+      this.posOf = new Int32Array(length);
+      this.marks = new Uint8Array((length >> MARK_SHIFT) + 1);
+    }
+    if (this.heapIdx.length < k) {
+      this.heapIdx = new Int32Array(k);
+      this.heapVal = new Float64Array(k);
+    }
     this.low = low;
+    this.k = k;
     this.count = 0;
-    this.max = 0;
+    this.size = 0;
     return this;
   }
 
-  /** Adds `value` (> 0) to the score at index `j`. */
+  /** The k-th best score so far (−∞ until k chunks are scored). */
+  floor(): number {
+    return this.size >= this.k ? (this.heapVal[0] as number) : Number.NEGATIVE_INFINITY;
+  }
+
+  /** Adds `value` (> 0) to the score at index `j`, which may be new. */
   add(j: number, value: number): void {
     const before = this.acc[j] as number;
     if (before === 0) {
@@ -1163,15 +1240,94 @@ class Accumulators {
         this.touched = grown;
       }
       this.touched[this.count++] = j;
+      this.marks[j >> MARK_SHIFT] = 1;
     }
     const after = before + value;
     this.acc[j] = after;
-    if (after > this.max) this.max = after;
+    this.offer(j, after);
   }
 
-  /** The k-th largest score held (−∞ with fewer than k). */
-  kth(k: number): number {
-    return this.kthOf(this.touched.subarray(0, this.count), k);
+  /** May an index in `from` … `to` (inclusive, clamped to the span) hold a score? */
+  anyScored(from: number, to: number): boolean {
+    const last = Math.min(to, this.acc.length - 1) >> MARK_SHIFT;
+    for (let m = Math.max(0, from) >> MARK_SHIFT; m <= last; m++) if (this.marks[m] !== 0) return true;
+    return false;
+  }
+
+  /** Narrows the marks to `indices` (the candidates left after pruning). */
+  markOnly(indices: Int32Array): void {
+    for (let c = 0; c < this.count; c++) this.marks[(this.touched[c] as number) >> MARK_SHIFT] = 0;
+    for (let c = 0; c < indices.length; c++) this.marks[(indices[c] as number) >> MARK_SHIFT] = 1;
+  }
+
+  /** Adds `value` (> 0) to the score of an index already scored. */
+  bump(j: number, value: number): void {
+    const after = (this.acc[j] as number) + value;
+    this.acc[j] = after;
+    this.offer(j, after);
+  }
+
+  /** Records `score` as the current score of index `j` in the top-k heap. */
+  private offer(j: number, score: number): void {
+    // A full heap takes only a score above its floor; a held index always has one (its
+    // score was ≥ the floor and grew), so most postings stop here without a lookup.
+    if (this.size >= this.k && !(score > (this.heapVal[0] as number))) return;
+    const held = this.posOf[j] as number;
+    if (held > 0) {
+      this.heapVal[held - 1] = score;
+      this.down(held - 1);
+      return;
+    }
+    if (this.size < this.k) {
+      const at = this.size++;
+      this.heapIdx[at] = j;
+      this.heapVal[at] = score;
+      this.posOf[j] = at + 1;
+      this.up(at);
+      return;
+    }
+    this.posOf[this.heapIdx[0] as number] = 0;
+    this.heapIdx[0] = j;
+    this.heapVal[0] = score;
+    this.posOf[j] = 1;
+    this.down(0);
+  }
+
+  private place(at: number, j: number, score: number): void {
+    this.heapIdx[at] = j;
+    this.heapVal[at] = score;
+    this.posOf[j] = at + 1;
+  }
+
+  private up(from: number): void {
+    let at = from;
+    const j = this.heapIdx[at] as number;
+    const score = this.heapVal[at] as number;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if ((this.heapVal[parent] as number) <= score) break;
+      this.place(at, this.heapIdx[parent] as number, this.heapVal[parent] as number);
+      at = parent;
+    }
+    this.place(at, j, score);
+  }
+
+  private down(from: number): void {
+    let at = from;
+    const j = this.heapIdx[at] as number;
+    const score = this.heapVal[at] as number;
+    const n = this.size;
+    for (;;) {
+      const left = 2 * at + 1;
+      if (left >= n) break;
+      const right = left + 1;
+      const child =
+        right < n && (this.heapVal[right] as number) < (this.heapVal[left] as number) ? right : left;
+      if ((this.heapVal[child] as number) >= score) break;
+      this.place(at, this.heapIdx[child] as number, this.heapVal[child] as number);
+      at = child;
+    }
+    this.place(at, j, score);
   }
 
   /** The touched indices (a view: pruning compacts it in place; {@link reset} still clears every score). */
@@ -1179,69 +1335,41 @@ class Accumulators {
     return this.touched.subarray(0, this.count);
   }
 
-  /** The k-th largest score among `indices` (−∞ with fewer than k), by quickselect in linear time. */
-  kthOf(indices: Int32Array, k: number): number {
-    const n = indices.length;
-    if (n < k || k <= 0) return Number.NEGATIVE_INFINITY;
-    if (this.values.length < n) this.values = new Float64Array(Math.max(n, this.values.length * 2));
-    const values = this.values;
-    for (let c = 0; c < n; c++) values[c] = this.acc[indices[c] as number] as number;
-    return quickselect(values, n, n - k);
-  }
-
-  /** Zeroes every score of this search. */
+  /** Zeroes every score and heap position of this search. */
   reset(): void {
-    for (let c = 0; c < this.count; c++) this.acc[this.touched[c] as number] = 0;
-    this.count = 0;
-    this.max = 0;
-  }
-}
-
-/** The value of rank `target` (0-based, ascending) among `values[0…n)`; reorders them (Hoare's selection). */
-function quickselect(values: Float64Array, n: number, target: number): number {
-  let lo = 0;
-  let hi = n - 1;
-  while (lo < hi) {
-    const pivot = values[(lo + hi) >>> 1] as number;
-    let l = lo;
-    let r = hi;
-    while (l <= r) {
-      while ((values[l] as number) < pivot) l++;
-      while ((values[r] as number) > pivot) r--;
-      if (l <= r) {
-        const t = values[l] as number;
-        values[l] = values[r] as number;
-        values[r] = t;
-        l++;
-        r--;
-      }
+    for (let c = 0; c < this.count; c++) {
+      const j = this.touched[c] as number;
+      this.acc[j] = 0;
+      this.marks[j >> MARK_SHIFT] = 0;
     }
-    if (target <= r) hi = r;
-    else if (target >= l) lo = l;
-    else break;
+    for (let h = 0; h < this.size; h++) this.posOf[this.heapIdx[h] as number] = 0;
+    this.count = 0;
+    this.size = 0;
   }
-  return values[target] as number;
-}
-
-/** The constants of one list's BM25 term score (see {@link bm25TermScore}), for the inner loops. */
-interface TermScorer {
-  weight: number;
-  idf: number;
-  k1: number;
-  b: number;
-  k1p1: number;
-  avgdl: number;
-}
-
-function termScorer(list: QueryList, k1: number, b: number): TermScorer {
-  return { weight: list.weight, idf: list.idf, k1, b, k1p1: k1 + 1, avgdl: list.avg > 0 ? list.avg : 1 };
 }
 
 /**
- * Adds one block's postings (the {@link decodeBlock} layout) to the accumulators, scored
- * exactly as `weight × bm25TermScore(tf, len, avg, idf)` (same operations, same order, so
- * the same floating-point result). With `onlyScored`, only chunks already scored gain
- * (MaxScore's completion phase); else every posting counts, unless `allowed` leaves it out.
+ * The constants of one list's BM25 term score, for the inner loops: a posting of term
+ * frequency tf in a field of `len` tokens scores `scale · tf / (tf + base + perToken · len)`,
+ * which is `weight × bm25TermScore(tf, len, avg, idf)` rearranged (scale = weight · idf ·
+ * (k1 + 1), base = k1 · (1 − b), perToken = k1 · b / avg): equal up to rounding.
+ */
+interface TermScorer {
+  scale: number;
+  base: number;
+  perToken: number;
+}
+
+function termScorer(list: QueryList, k1: number, b: number): TermScorer {
+  const avgdl = list.avg > 0 ? list.avg : 1;
+  return { scale: list.weight * list.idf * (k1 + 1), base: k1 * (1 - b), perToken: (k1 * b) / avgdl };
+}
+
+/**
+ * Adds one block's postings (the {@link decodeBlock} layout: three LEB128 varints per
+ * posting, mostly one byte each) to the accumulators. With `onlyScored`, only chunks
+ * already scored gain (MaxScore's completion phase); else every posting counts, unless
+ * `allowed` leaves it out.
  */
 function accumulateBlock(
   data: Uint8Array,
@@ -1252,38 +1380,50 @@ function accumulateBlock(
 ): void {
   const acc = run.acc;
   const low = run.low;
+  const { scale, base, perToken } = t;
+  const n = data.length;
   let id = 0;
-  let tf = 0;
-  let field = 0;
-  let value = 0;
-  let scale = 1;
-  for (let i = 0; i < data.length; i++) {
-    const byte = data[i] as number;
-    value += (byte & 0x7f) * scale;
-    if (byte & 0x80) {
-      scale *= 0x80;
-      continue;
+  let i = 0;
+  while (i < n) {
+    let gap = data[i++] as number;
+    if (gap >= 0x80) {
+      gap &= 0x7f;
+      let shift = 0x80;
+      let byte: number;
+      do {
+        byte = data[i++] as number;
+        gap += (byte & 0x7f) * shift;
+        shift *= 0x80;
+      } while (byte >= 0x80);
     }
-    if (field === 0) {
-      id += value;
-      field = 1;
-    } else if (field === 1) {
-      tf = value;
-      field = 2;
-    } else {
-      field = 0;
-      if (tf > 0 && !(allowed && !allowed.has(id))) {
-        const j = id - low;
-        if (!onlyScored || (acc[j] as number) > 0) {
-          const score =
-            t.weight * ((t.idf * (tf * t.k1p1)) / (tf + t.k1 * (1 - t.b + (t.b * value) / t.avgdl)));
-          if (onlyScored) acc[j] = (acc[j] as number) + score;
-          else run.add(j, score);
-        }
-      }
+    let tf = data[i++] as number;
+    if (tf >= 0x80) {
+      tf &= 0x7f;
+      let shift = 0x80;
+      let byte: number;
+      do {
+        byte = data[i++] as number;
+        tf += (byte & 0x7f) * shift;
+        shift *= 0x80;
+      } while (byte >= 0x80);
     }
-    value = 0;
-    scale = 1;
+    let len = data[i++] as number;
+    if (len >= 0x80) {
+      len &= 0x7f;
+      let shift = 0x80;
+      let byte: number;
+      do {
+        byte = data[i++] as number;
+        len += (byte & 0x7f) * shift;
+        shift *= 0x80;
+      } while (byte >= 0x80);
+    }
+    id += gap;
+    if (tf === 0 || (allowed !== undefined && !allowed.has(id))) continue;
+    const j = id - low;
+    if (onlyScored) {
+      if ((acc[j] as number) > 0) run.bump(j, (scale * tf) / (tf + base + perToken * len));
+    } else run.add(j, (scale * tf) / (tf + base + perToken * len));
   }
 }
 
@@ -1297,15 +1437,15 @@ function accumulateList(
 ): void {
   const acc = run.acc;
   const low = run.low;
+  const { scale, base, perToken } = t;
   for (let p = 0; p < list.ids.length; p++) {
     const id = list.ids[p] as number;
     const tf = list.tfs[p] as number;
     if (!(tf > 0) || (allowed && !allowed.has(id))) continue;
     const j = id - low;
     if (onlyScored && !((acc[j] as number) > 0)) continue;
-    const len = list.lens[p] as number;
-    const score = t.weight * ((t.idf * (tf * t.k1p1)) / (tf + t.k1 * (1 - t.b + (t.b * len) / t.avgdl)));
-    if (onlyScored) acc[j] = (acc[j] as number) + score;
+    const score = (scale * tf) / (tf + base + perToken * (list.lens[p] as number));
+    if (onlyScored) run.bump(j, score);
     else run.add(j, score);
   }
 }

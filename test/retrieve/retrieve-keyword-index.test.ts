@@ -310,6 +310,80 @@ describe("keyword index: statistics kept by triggers and exact MaxScore top-k", 
     checkSearch(rand, "seg");
   });
 
+  it("block-max pruning: long lists of skewed tf and length, search equals brute force", () => {
+    // Lists of thousands of postings (dozens of blocks) whose tf and chunk length vary a lot,
+    // so blocks whose best posting cannot reach the top k are completed or skipped.
+    const rand = random(11);
+    const vocabulary = WORDS.slice(0, 30);
+    db.transaction(() => {
+      for (let d = 0; d < 600; d++) {
+        const uri = `mem:bmx/${d}`;
+        const documentId = catalog.insertDocument({
+          kb: "bmx",
+          uri,
+          path: uri,
+          type: "text",
+          ...(d % 3 === 0 ? { title: `${vocabulary[d % vocabulary.length]} report` } : {}),
+          contentHash: "h",
+          pipelineHash: "p",
+          embedded: false,
+          metadata: { type: "text" } as never,
+          text: "",
+          chunkCount: 10,
+        });
+        for (let i = 0; i < 10; i++) {
+          const length = rand() < 0.2 ? 3 + Math.floor(rand() * 5) : 20 + Math.floor(rand() * 200);
+          const words = Array.from(
+            { length },
+            () => vocabulary[Math.floor(rand() ** 3 * vocabulary.length)] as string,
+          );
+          // A few chunks repeat one word many times (high tf).
+          if (rand() < 0.05) words.push(...Array(20).fill(vocabulary[Math.floor(rand() * 10)] as string));
+          const text = words.join(" ");
+          const id = catalog.insertChunk(
+            "bmx",
+            documentId,
+            {
+              text,
+              chunkIndex: i,
+              totalChunks: 10,
+              chunkType: "text",
+              start: 0,
+              end: 0,
+              metadata: {},
+            } as never,
+            0,
+          );
+          const title = d % 3 === 0 ? `${vocabulary[d % vocabulary.length]} report` : "";
+          const lengths = bm25.indexChunk("bmx", id, text, "english", title);
+          catalog.setTokenCount(id, lengths.body, lengths.title);
+          model.set(id, { kb: "bmx", doc: documentId, text, title });
+        }
+      }
+      bm25.flush("bmx");
+    })();
+    const before = { ...bm25.searchStats };
+    for (let q = 0; q < 60; q++) {
+      const query = Array.from(
+        { length: 2 + Math.floor(rand() * 7) },
+        () => vocabulary[Math.floor(rand() * vocabulary.length)],
+      ).join(" ");
+      for (const topK of [1, 5, 20]) {
+        const hits = bm25.search("bmx", query, topK, DEFAULT_BM25_PARAMS);
+        const all = reference("bmx", query, DEFAULT_BM25_PARAMS.titleWeight);
+        const expected = [...all.values()].sort((a, b) => b - a).slice(0, topK);
+        expect(hits.length, query).toBe(expected.length);
+        hits.forEach((h, i) => {
+          expect(h.score, `${query} #${i}`).toBeCloseTo(expected[i] as number, 9);
+          expect(all.get(h.chunkId), query).toBeCloseTo(h.score, 9);
+        });
+      }
+    }
+    // The pruning ran: blocks were completed only, or skipped unread.
+    expect(bm25.searchStats.blocksSkipped).toBeGreaterThan(before.blocksSkipped);
+    expect(bm25.searchStats.blocksCompleted).toBeGreaterThan(before.blocksCompleted);
+  });
+
   it("merges segments with full blocks: copied or re-cut, search equals brute force", () => {
     const rand = random(7);
     const docs: number[] = [];
