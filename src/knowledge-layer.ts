@@ -27,6 +27,7 @@ import { search } from "./facade/search.js";
 import type {
   DeepPartial,
   DocumentDetails,
+  DocumentListOptions,
   IngestOptions,
   KbUpdate,
   OpenOptions,
@@ -55,6 +56,7 @@ export { MAX_TOP_K } from "./facade/search.js";
 export type {
   DeepPartial,
   DocumentDetails,
+  DocumentListOptions,
   IngestOptions,
   KbUpdate,
   OpenOptions,
@@ -321,33 +323,10 @@ export class KnowledgeLayer {
    * list`, `kl docs rm --where` and HTTP `GET /kbs/:kb/documents` call it.
    * @throws FilterError for a malformed filter.
    */
-  listDocuments(options?: {
-    kb?: string;
-    filter?: Filter;
-    afterId?: number;
-    limit?: number;
-    offset?: number;
-    metadata?: false;
-  }): Promise<DocumentRecord[]>;
+  listDocuments(options?: DocumentListOptions & { metadata?: false }): Promise<DocumentRecord[]>;
   /** {@link listDocuments} with each document's metadata (as `kl docs show` prints it). */
-  listDocuments(options: {
-    kb?: string;
-    filter?: Filter;
-    afterId?: number;
-    limit?: number;
-    offset?: number;
-    metadata: true;
-  }): Promise<DocumentDetails[]>;
-  listDocuments(
-    options: {
-      kb?: string;
-      filter?: Filter;
-      afterId?: number;
-      limit?: number;
-      offset?: number;
-      metadata?: boolean;
-    } = {},
-  ): Promise<DocumentRecord[]> {
+  listDocuments(options: DocumentListOptions & { metadata: true }): Promise<DocumentDetails[]>;
+  listDocuments(options: DocumentListOptions = {}): Promise<DocumentRecord[]> {
     return documents.listDocuments(this.backend, options);
   }
 

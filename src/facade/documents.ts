@@ -9,19 +9,12 @@ import type { DocumentRecord } from "../store/catalog.js";
 import { collectionOf } from "../store/index.js";
 import type { SqliteCatalogBackend } from "../store/sqlite-catalog.js";
 import type { FacadeParts } from "./parts.js";
-import type { DocumentDetails } from "./types.js";
+import type { DocumentDetails, DocumentListOptions } from "./types.js";
 
 /** The body of `KnowledgeLayer.listDocuments` (documented there). */
 export function listDocuments(
   backend: SqliteCatalogBackend,
-  options: {
-    kb?: string;
-    filter?: Filter;
-    afterId?: number;
-    limit?: number;
-    offset?: number;
-    metadata?: boolean;
-  } = {},
+  options: DocumentListOptions = {},
 ): Promise<DocumentRecord[]> {
   const filter = options.filter === undefined ? undefined : parseFilter(options.filter);
   return backend.documents.list(options.kb, { ...options, filter });

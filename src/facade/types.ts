@@ -186,3 +186,17 @@ export interface IngestOptions {
 
 /** Recursive partial, for configuration overrides. */
 export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
+
+/**
+ * Which documents `KnowledgeLayer.listDocuments` returns: of one KB (`kb`) or all, those
+ * with at least one chunk matching `filter`, a page of at most `limit` after id `afterId`
+ * (keyset paging) or after skipping `offset`; `metadata` adds each document's metadata.
+ */
+export interface DocumentListOptions {
+  kb?: string;
+  filter?: Filter;
+  afterId?: number;
+  limit?: number;
+  offset?: number;
+  metadata?: boolean;
+}
