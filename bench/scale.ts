@@ -323,6 +323,8 @@ interface IngestResult {
   cpuMs: number;
   /** Bytes the ingest process wrote through system calls during the ingest (`/proc/self/io` wchar). */
   writtenBytes: number;
+  /** UTF-8 bytes of the stored chunk texts (the goal's bound on the data directory is 2 × (text + vectors)). */
+  textBytes?: number;
 }
 
 /** Bytes this process has written through system calls (Linux `/proc/self/io` wchar), else 0. */
@@ -343,6 +345,7 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
   );
   installEmbedClock(job.baseUrl);
   const kl = KnowledgeLayer.open({ dataDir: job.dataDir, cache: { type: "none" } });
+  let closed = false;
   try {
     await kl.createKb(KB, {
       embedding: {
@@ -388,9 +391,20 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
       report(chunks, job.target);
     }
     report(chunks, job.target, true);
+    // Closing saves the approximate vector index: part of the ingest's work.
+    await kl.close();
+    closed = true;
     const wallMs = performance.now() - started;
     const cpu = process.cpuUsage(cpu0);
     const writtenBytes = bytesWritten() - written0;
+    const db = openDatabase(job.dataDir);
+    const textBytes = Number(
+      db
+        .prepare("SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks WHERE kb = ?")
+        .pluck()
+        .get(KB),
+    );
+    db.close();
     return {
       chunks,
       documents,
@@ -404,9 +418,10 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
       maxRssKb: process.resourceUsage().maxRSS,
       cpuMs: (cpu.user + cpu.system) / 1000,
       writtenBytes,
+      textBytes,
     };
   } finally {
-    await kl.close();
+    if (!closed) await kl.close();
   }
 }
 
@@ -825,6 +840,32 @@ function printTable(rows: Row[]): void {
   }
   console.log(out.join("\n"));
   console.log("");
+  console.log("Goal (issue 14), per size:");
+  for (const r of rows) {
+    const l = r.search.latency;
+    const rate = r.ingest.chunks / Math.max(1e-9, (r.ingest.wallMs - r.ingest.embedMs) / 1000);
+    const perChunk = r.bytes / r.ingest.chunks;
+    const bound =
+      r.ingest.textBytes === undefined
+        ? undefined
+        : (2 * (r.ingest.textBytes + r.ingest.chunks * HASH_DIM * 4)) / r.ingest.chunks;
+    const mark = (ok: boolean): string => (ok ? "met" : "NOT met");
+    const checks = [
+      `keyword p50 ${ms(l.keyword.p50)} ms ≤ 20: ${mark(l.keyword.p50 <= 20)}`,
+      `vector p50 ${ms(l.vector_only.p50)} ms ≤ 20: ${mark(l.vector_only.p50 <= 20)}`,
+      `hybrid p50/p95 ${ms(l.hybrid.p50)}/${ms(l.hybrid.p95)} ms ≤ 30/80: ${mark(l.hybrid.p50 <= 30 && l.hybrid.p95 <= 80)}`,
+      `recall@10 ${r.recall.toFixed(3)} ≥ 0.95: ${mark(r.recall >= 0.95)}`,
+      `ingest ${rate.toFixed(0)} chunks/s ≥ 1,000: ${mark(rate >= 1000)}`,
+      bound === undefined
+        ? `data dir ${Math.round(perChunk)} B/chunk (text bytes not recorded)`
+        : `data dir ${Math.round(perChunk)} ≤ ${Math.round(bound)} B/chunk (2 × (text + vector)): ${mark(perChunk <= bound)}`,
+      `peak RSS ${mb(r.ingest.maxRssKb)} / ${mb(r.search.maxRssKb)} MB ≤ 2,048: ${mark(Math.max(r.ingest.maxRssKb, r.search.maxRssKb) <= 2048 * 1024)}`,
+    ];
+    if (r.lance?.hybrid)
+      checks.push(`hybrid vs LanceDB hybrid ${(l.hybrid.p50 / r.lance.hybrid.p50).toFixed(2)}×`);
+    console.log(`- ${fmtSize(r.size)}: ${checks.join("; ")}`);
+  }
+  console.log("");
   for (const r of rows) {
     const i = r.ingest;
     console.log(
@@ -883,6 +924,16 @@ async function main(): Promise<void> {
       let ingest: IngestResult;
       if (reuse !== undefined && existsSync(ingestFile) && existsSync(dataDir)) {
         ingest = JSON.parse(readFileSync(ingestFile, "utf8")) as IngestResult;
+        if (ingest.textBytes === undefined) {
+          const db = openDatabase(dataDir);
+          ingest.textBytes = Number(
+            db
+              .prepare("SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks WHERE kb = ?")
+              .pluck()
+              .get(KB),
+          );
+          db.close();
+        }
         log(`=== ${fmtSize(size)} chunks: reusing ${dataDir} (ingest figures from ${ingestFile}) ===`);
       } else {
         log(`=== ${fmtSize(size)} chunks: ingest ===`);
