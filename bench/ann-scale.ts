@@ -66,7 +66,7 @@ for (const size of sizes) {
   const dir = mkdtempSync(join(tmpdir(), "kl-ann-bench-"));
   try {
     let db = openDatabase(dir);
-    let store = new SqliteVectorStore(db);
+    let store = new SqliteVectorStore(db, { ann: { worker: false } }); // in process: timed synchronously
     await store.createCollection("kb", dim, "cosine");
     let t = performance.now();
     const batch = 1000;
@@ -86,7 +86,7 @@ for (const size of sizes) {
     db.close();
 
     db = openDatabase(dir);
-    store = new SqliteVectorStore(db);
+    store = new SqliteVectorStore(db, { ann: { worker: false } }); // in process: timed synchronously
     const queries = Array.from({ length: queryCount }, make);
     t = performance.now();
     store.searchSync("kb", queries[0] as Float32Array, { topK: K });

@@ -182,15 +182,18 @@ export class KnowledgeLayer {
    * the cache (await the result to know they are closed).
    */
   async close(): Promise<void> {
+    // In process, the approximate indexes are saved before this returns its promise; a
+    // worker thread saves them through its own connection, awaited below.
+    let indexes: Promise<void> = Promise.resolve();
     try {
-      this.store.closeSync();
+      indexes = this.store.close().catch(() => undefined);
     } catch {
       // An unsaved approximate index is rebuilt from the log on the next open.
     }
     this.db.close();
     const stores = [...this.stores.values()];
     this.stores.clear();
-    await Promise.allSettled([...stores.map(async (s) => (await s).close()), this.cache.close()]);
+    await Promise.allSettled([indexes, ...stores.map(async (s) => (await s).close()), this.cache.close()]);
   }
 
   /**

@@ -54,14 +54,16 @@ export async function ingestContext(parts: FacadeParts, options: IngestOptions):
 
 /**
  * Brings the embedded store's approximate index up to date after an ingest, so
- * indexing is paid by the ingest rather than the next search. Best effort: a
+ * indexing is paid by the ingest rather than the next search. With the index on a
+ * worker thread the update runs there while the caller goes on (the next ingest's
+ * writes overlap with it; a search waits for it in the worker's queue). Best effort: a
  * search repairs the index itself.
  */
 export function syncVectorIndex(parts: FacadeParts, ctx: IngestContext): void {
   if (ctx.store !== parts.store || !parts.db.open) return;
   try {
     if (parts.db.prepare("SELECT 1 FROM vec_collections WHERE name = ?").get(ctx.collection)) {
-      parts.store.syncIndex(ctx.collection);
+      void parts.store.syncIndex(ctx.collection).catch(() => undefined);
     }
   } catch {
     // The next search rebuilds or repairs the index.

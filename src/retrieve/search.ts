@@ -22,7 +22,7 @@ import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
 import type { Catalog, FilteredChunks, KbRecord, StoredChunk } from "../store/catalog.js";
 import type { VectorHit, VectorStore } from "../store/contract.js";
 import { type Attribution, attribute, formatCitation } from "./attribution.js";
-import type { Bm25Index } from "./bm25.js";
+import type { Bm25Hit, Bm25Index } from "./bm25.js";
 import { removeNearDuplicates } from "./dedupe.js";
 import { andFilters, type Filter, isEmptyFilter, MAX_FILTER_LIST, parseFilter } from "./filter.js";
 import { reciprocalRankFusion, weightedScoreFusion } from "./fusion.js";
@@ -204,32 +204,62 @@ async function candidatesFor(
   };
   const lists: { ids: string[]; weight: number; scores: number[] }[] = [];
   let exhausted = true;
+  // The vector search is started first and awaited after the keyword search: with the
+  // embedded store's index on a worker thread, the HNSW search runs while BM25 runs here.
+  let vectorSearch: Promise<{ found?: VectorHit[]; error?: unknown }> | undefined;
+  const vectorWant = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
   if (USES_VECTORS.has(mode)) {
     const collection = deps.collection(kb.config);
-    const want = Math.max(options.vectorTopK ?? r.vectorTopK, depth);
-    let found: VectorHit[] | undefined;
     try {
       const store = await deps.store(kb.config);
-      if (restriction?.ids.length === 0) found = [];
+      if (restriction?.ids.length === 0) vectorSearch = Promise.resolve({ found: [] });
       else if (
         store.hasCollection
           ? await store.hasCollection(collection)
           : (await store.info(collection)) !== undefined
       ) {
         const vector = await deps.embedQuery(kb.config, text);
-        found = restriction
-          ? await restrictedVectorSearch(deps, kb, store, collection, vector, want, restriction)
-          : await store.search(collection, vector, { topK: want, scoreThreshold: r.vectorMinScore });
+        const search = restriction
+          ? restrictedVectorSearch(deps, kb, store, collection, vector, vectorWant, restriction)
+          : store.search(collection, vector, { topK: vectorWant, scoreThreshold: r.vectorMinScore });
+        vectorSearch = search.then(
+          (found) => ({ found }),
+          (error: unknown) => ({ error }),
+        );
       }
-    } catch (err) {
+    } catch (error) {
+      vectorSearch = Promise.resolve({ error });
+    }
+  }
+  let keywordHits: Bm25Hit[] | undefined;
+  let keywordWant = 0;
+  if (USES_BM25.has(mode)) {
+    keywordWant = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
+    keywordHits = deps.bm25.search(
+      kb.name,
+      text,
+      keywordWant,
+      {
+        k1: r.bm25K1,
+        b: r.bm25B,
+        analyzer: r.analyzer,
+        titleWeight: r.bm25TitleWeight,
+        documentWeight: r.bm25DocumentWeight,
+      },
+      restriction?.set,
+    );
+  }
+  if (vectorSearch) {
+    const { found, error } = await vectorSearch;
+    if (error !== undefined) {
       // With BM25 to fall back on, an unreachable store or embedder degrades the search instead of failing it.
-      if (mode === "vector_only" || !warn) throw err;
+      if (mode === "vector_only" || !warn) throw error;
       warn(
-        `knowledge base "${kb.name}": vector search failed, results are keyword-only: ${(err as Error).message}`,
+        `knowledge base "${kb.name}": vector search failed, results are keyword-only: ${(error as Error).message}`,
       );
     }
     if (found) {
-      if (found.length === want) exhausted = false;
+      if (found.length === vectorWant) exhausted = false;
       // A server-side store may hold vectors of chunks the catalog no longer has (a write
       // interrupted between the two): only the KB's current chunks count.
       const known = deps.catalog.knownChunkIds(
@@ -251,22 +281,9 @@ async function candidatesFor(
       });
     }
   }
-  if (USES_BM25.has(mode)) {
-    const want = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
-    const hits = deps.bm25.search(
-      kb.name,
-      text,
-      want,
-      {
-        k1: r.bm25K1,
-        b: r.bm25B,
-        analyzer: r.analyzer,
-        titleWeight: r.bm25TitleWeight,
-        documentWeight: r.bm25DocumentWeight,
-      },
-      restriction?.set,
-    );
-    if (hits.length === want) exhausted = false;
+  if (keywordHits) {
+    const hits = keywordHits;
+    if (hits.length === keywordWant) exhausted = false;
     hits.forEach((h, i) => {
       const c = get(h.chunkId);
       c.keyword = h.score;

@@ -1,7 +1,8 @@
 import type { Statement } from "better-sqlite3";
 import { KnowledgeLayerError } from "../errors.js";
 import { parseFilter } from "../retrieve/filter.js";
-import { AnnIndexes, type AnnOptions, ensureAnnSchema } from "./ann-index.js";
+import { AnnWorkerIndexes } from "./ann-client.js";
+import { AnnIndexes, type AnnOptions, defaultAnnDir, ensureAnnSchema } from "./ann-index.js";
 import { checkCollectionSpec } from "./checks.js";
 import type {
   CollectionInfo,
@@ -13,6 +14,9 @@ import type {
 } from "./contract.js";
 import { blobToVector, type Db, statementCache, vectorToBlob, withinTransaction } from "./database.js";
 import { compileSqliteFilter, payloadField } from "./filter-sql.js";
+
+/** A row of a search's SQL: record id, payload JSON and score. */
+type SearchRow = { id: string; payload: string; score: number };
 
 /** Options of {@link SqliteVectorStore}. */
 export interface SqliteVectorStoreOptions {
@@ -42,8 +46,11 @@ export class SqliteVectorStore implements VectorStore {
 
   readonly kind = "sqlite";
 
-  /** The approximate indexes, or undefined when disabled. */
-  readonly ann: AnnIndexes | undefined;
+  /**
+   * The approximate indexes, or undefined when disabled: on a worker thread
+   * ({@link AnnWorkerIndexes}, asynchronous) for a database in a file, else in process.
+   */
+  readonly ann: AnnIndexes | AnnWorkerIndexes | undefined;
 
   constructor(
     private readonly db: Db,
@@ -51,29 +58,46 @@ export class SqliteVectorStore implements VectorStore {
   ) {
     this.prepare = statementCache(db);
     ensureAnnSchema(db);
-    this.ann = options.ann === false ? undefined : new AnnIndexes(db, options.ann);
+    const ann = options.ann;
+    if (ann === false) this.ann = undefined;
+    else {
+      const inWorker =
+        (ann?.worker ?? process.env.KL_ANN_WORKER !== "0") &&
+        (ann?.dir === undefined ? defaultAnnDir(db) : ann.dir) !== null;
+      this.ann = inWorker ? new AnnWorkerIndexes(db, ann) : new AnnIndexes(db, ann);
+    }
   }
 
   async connect(): Promise<void> {}
 
-  /** Saves approximate indexes with unsaved changes; the database stays open (it is shared). */
+  /**
+   * Saves approximate indexes with unsaved changes (and ends their worker thread); the
+   * database stays open (it is shared).
+   */
   async close(): Promise<void> {
-    this.closeSync();
-  }
-
-  /** Synchronous {@link close}; call before closing the database. */
-  closeSync(): void {
-    if (this.db.open) this.ann?.saveAll();
+    if (this.ann instanceof AnnWorkerIndexes) await this.ann.close();
+    else this.closeSync();
   }
 
   /**
-   * Brings a collection's approximate index up to date and saves it (building it
-   * once the collection is large enough). Optional: searches do it themselves;
-   * calling it after an ingest moves the indexing cost out of the first search.
+   * Starts {@link close} without waiting: in process the indexes are saved now (call before
+   * closing the database); a worker saves them through its own connection and ends, and
+   * {@link close} resolves when it has.
    */
-  syncIndex(collection: string): void {
+  closeSync(): void {
+    if (this.ann instanceof AnnWorkerIndexes) void this.ann.close();
+    else if (this.db.open) this.ann?.saveAll();
+  }
+
+  /**
+   * Brings a collection's approximate index up to date and saves it (building it once the
+   * collection is large enough). Optional: searches do it themselves; calling it after an
+   * ingest moves the indexing cost out of the first search. With a worker thread the update
+   * runs there while the caller goes on (await the result to wait for it).
+   */
+  async syncIndex(collection: string): Promise<void> {
     const info = this.requireCollection(collection);
-    this.ann?.sync(collection, info.dimension, info.metric);
+    await this.ann?.sync(collection, info.dimension, info.metric);
   }
 
   async createCollection(name: string, dimension: number, metric: Metric): Promise<void> {
@@ -120,12 +144,72 @@ export class SqliteVectorStore implements VectorStore {
     });
   }
 
+  /**
+   * Top-k records by the collection's metric (see the class comment). With a worker, the
+   * HNSW request is posted before the first `await`, so the caller's synchronous work
+   * after this call (a hybrid query's keyword search) runs while the worker searches.
+   */
   async search(collection: string, vector: Float32Array, options: VectorSearchOptions): Promise<VectorHit[]> {
-    return this.searchSync(collection, vector, options);
+    const query = this.prepareSearch(collection, vector, options);
+    let rows: SearchRow[] | undefined;
+    if (query.ann) {
+      // Filters are applied to the candidates; when too few pass, widen once, then scan.
+      let want = query.ann.candidateCount(query.topK);
+      for (let attempt = 0; attempt < 2 && rows === undefined; attempt++) {
+        const candidates = await query.ann.candidates(
+          collection,
+          query.info.dimension,
+          query.info.metric,
+          vector,
+          want,
+        );
+        if (!candidates) break;
+        const found = query.run(candidates);
+        if (found.length >= query.topK || candidates.length < want) rows = found;
+        want *= 16;
+      }
+    }
+    return query.hits(rows ?? query.run(undefined));
   }
 
-  /** Synchronous {@link search}. */
+  /**
+   * Synchronous {@link search}: through an in-process index, or an exact scan when the
+   * indexes run on a worker thread.
+   */
   searchSync(collection: string, vector: Float32Array, options: VectorSearchOptions): VectorHit[] {
+    const query = this.prepareSearch(collection, vector, options);
+    let rows: SearchRow[] | undefined;
+    if (query.ann instanceof AnnIndexes) {
+      let want = query.ann.candidateCount(query.topK);
+      for (let attempt = 0; attempt < 2 && rows === undefined; attempt++) {
+        const candidates = query.ann.candidates(
+          collection,
+          query.info.dimension,
+          query.info.metric,
+          vector,
+          want,
+        );
+        if (!candidates) break;
+        const found = query.run(candidates);
+        if (found.length >= query.topK || candidates.length < want) rows = found;
+        want *= 16;
+      }
+    }
+    return query.hits(rows ?? query.run(undefined));
+  }
+
+  /** The parts of a search: the collection, its SQL (for candidates or a scan), and its index. */
+  private prepareSearch(
+    collection: string,
+    vector: Float32Array,
+    options: VectorSearchOptions,
+  ): {
+    info: Omit<CollectionInfo, "count">;
+    topK: number;
+    ann: AnnIndexes | AnnWorkerIndexes | undefined;
+    run: (candidates: number[] | undefined) => SearchRow[];
+    hits: (rows: SearchRow[]) => VectorHit[];
+  } {
     const info = this.requireCollection(collection);
     if (vector.length !== info.dimension) {
       throw new KnowledgeLayerError(
@@ -159,7 +243,7 @@ export class SqliteVectorStore implements VectorStore {
     }
     const topK = Math.max(0, Math.floor(options.topK));
     // With candidates, `+collection` keeps SQLite on rowid lookups instead of scanning the collection.
-    const run = (candidates: number[] | undefined): { id: string; payload: string; score: number }[] =>
+    const run = (candidates: number[] | undefined): SearchRow[] =>
       this.prepare(
         `SELECT id, payload, ${scoreSql} AS score FROM vec_records
            WHERE ${candidates ? "rowid IN (SELECT value FROM json_each(?)) AND +" : ""}collection = ?${filterSql}
@@ -170,28 +254,19 @@ export class SqliteVectorStore implements VectorStore {
         collection,
         ...filterParams,
         topK,
-      ) as { id: string; payload: string; score: number }[];
-    let rows: { id: string; payload: string; score: number }[] | undefined;
-    if (this.ann && options.exact !== true && topK > 0) {
-      // Filters are applied to the candidates; when too few pass, widen once, then scan.
-      let want = this.ann.candidateCount(topK);
-      for (let attempt = 0; attempt < 2 && rows === undefined; attempt++) {
-        const candidates = this.ann.candidates(collection, info.dimension, info.metric, vector, want);
-        if (!candidates) break;
-        const found = run(candidates);
-        if (found.length >= topK || candidates.length < want) rows = found;
-        want *= 16;
-      }
-    }
-    rows ??= run(undefined);
+      ) as SearchRow[];
     const threshold = options.scoreThreshold;
-    const hits: VectorHit[] = [];
-    for (const row of rows) {
-      const score = row.score;
-      if (threshold !== undefined && score < threshold) continue;
-      hits.push({ id: row.id, score, payload: JSON.parse(row.payload) });
-    }
-    return hits;
+    const hits = (rows: SearchRow[]): VectorHit[] => {
+      const out: VectorHit[] = [];
+      for (const row of rows) {
+        const score = row.score;
+        if (threshold !== undefined && score < threshold) continue;
+        out.push({ id: row.id, score, payload: JSON.parse(row.payload) });
+      }
+      return out;
+    };
+    const ann = options.exact !== true && topK > 0 ? this.ann : undefined;
+    return { info, topK, ann, run, hits };
   }
 
   async get(collection: string, ids: string[]): Promise<VectorRecord[]> {

@@ -6,6 +6,8 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../../src/knowledge-layer.js";
+import { AnnWorkerIndexes } from "../../src/store/ann-client.js";
+import { AnnIndexes } from "../../src/store/ann-index.js";
 import { collectionOf } from "../../src/store/index.js";
 import type { ExtractedDocument } from "../../src/types.js";
 import { tempDir } from "../helpers/helpers.js";
@@ -41,29 +43,39 @@ afterAll(() => {
   else process.env.KL_ANN_MIN_RECORDS = previous;
 });
 
-describe("knowledge base with the approximate vector index", () => {
+// The indexes run on a worker thread by default; `KL_ANN_WORKER=0` keeps them in process.
+describe.each([
+  ["on a worker thread", "1"],
+  ["in process", "0"],
+])("knowledge base with the approximate vector index %s", (_, worker) => {
   let tmp: ReturnType<typeof tempDir>;
   let kl: KnowledgeLayer;
+  let previousWorker: string | undefined;
   beforeEach(() => {
+    previousWorker = process.env.KL_ANN_WORKER;
+    process.env.KL_ANN_WORKER = worker;
     tmp = tempDir();
     kl = KnowledgeLayer.open({ dataDir: tmp.dir, cache: { type: "none" } });
+    expect(kl.store.ann).toBeInstanceOf(worker === "1" ? AnnWorkerIndexes : AnnIndexes);
   });
   afterEach(async () => {
     await kl.close().catch(() => {});
     tmp.cleanup();
+    if (previousWorker === undefined) delete process.env.KL_ANN_WORKER;
+    else process.env.KL_ANN_WORKER = previousWorker;
   });
 
   const vectorSearch = async (k: KnowledgeLayer, query: string, exact = false) => {
     const kb = await k.getKb("notes");
     const vector = await k.embedder(kb.config, "query").embedQuery(query);
-    return k.store.searchSync(collectionOf(kb.config), vector, { topK: 5, exact });
+    return k.store.search(collectionOf(kb.config), vector, { topK: 5, exact });
   };
 
   it("indexes at ingest, survives a crash before the index save, re-ingest, delete and re-creation", async () => {
     await kl.createKb("notes");
     await kl.ingestDocuments(docs, { kb: "notes" });
     const collection = collectionOf((await kl.getKb("notes")).config);
-    expect(kl.store.ann?.isLoaded(collection)).toBe(true);
+    expect(await kl.store.ann?.isLoaded(collection)).toBe(true);
     const query = "the violin beside the glacier";
     expect((await vectorSearch(kl, query)).map((h) => h.id)).toEqual(
       (await vectorSearch(kl, query, true)).map((h) => h.id),
@@ -82,7 +94,7 @@ describe("knowledge base with the approximate vector index", () => {
       .pluck()
       .get(Number(hits[0]?.id)) as string;
     expect(top).toContain("marmalade");
-    expect(kl.store.ann?.isLoaded(collection)).toBe(true);
+    expect(await kl.store.ann?.isLoaded(collection)).toBe(true);
     const response = await kl.search(changed, { kbs: ["notes"], mode: "vector" });
     expect(response.results[0]?.text).toContain("marmalade");
     // No hit points at a chunk the catalog no longer has (the old version of note 7).
@@ -108,6 +120,6 @@ describe("knowledge base with the approximate vector index", () => {
     const after = await vectorSearch(kl, "the violin beside the glacier");
     expect(after.length).toBe(5);
     for (const h of after) expect(fresh.has(h.id)).toBe(true);
-    expect(kl.store.ann?.isLoaded(collection)).toBe(true);
+    expect(await kl.store.ann?.isLoaded(collection)).toBe(true);
   });
 });

@@ -97,8 +97,8 @@ async function checkConsistent(kl: KnowledgeLayer): Promise<void> {
   let hits = 0;
   for (const q of QUERIES) {
     const vector = await embedder.embedQuery(q);
-    const ann = kl.store.searchSync(collection, vector, { topK: 10 });
-    const exact = kl.store.searchSync(collection, vector, { topK: 10, exact: true });
+    const ann = await kl.store.search(collection, vector, { topK: 10 });
+    const exact = await kl.store.search(collection, vector, { topK: 10, exact: true });
     // Scores are exact (candidates are rescored): a hit counts when it scores at least the exact 10th.
     const tenth = exact[exact.length - 1]?.score ?? 0;
     hits += ann.filter((h) => h.score >= tenth - 1e-6).length;
@@ -107,8 +107,8 @@ async function checkConsistent(kl: KnowledgeLayer): Promise<void> {
   }
   // Approximate search, but on an index that holds exactly the stored vectors.
   expect(hits / (10 * QUERIES.length)).toBeGreaterThanOrEqual(0.9);
-  expect(kl.store.ann?.indexedCount(collection)).toBe(vectors);
-  expect(kl.store.ann?.isLoaded(collection)).toBe(true);
+  expect(await kl.store.ann?.indexedCount(collection)).toBe(vectors);
+  expect(await kl.store.ann?.isLoaded(collection)).toBe(true);
 }
 
 describe("a crash between the catalog commit and the index updates", () => {

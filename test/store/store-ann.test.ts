@@ -1,6 +1,6 @@
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { setAnnWarn, setUsearchLoader } from "../../src/store/ann-index.js";
 import type { VectorRecord } from "../../src/store/contract.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
@@ -9,6 +9,8 @@ import { tempDir } from "../helpers/helpers.js";
 
 const DIM = 48;
 const ANN = { minRecords: 300, threads: 1 };
+/** Whether the stores of the running suite keep their indexes on a worker thread. */
+let inWorker = true;
 
 /** Deterministic clustered unit vectors: `clusters` centres plus Gaussian noise. */
 function generator(seed: number, clusters = 40) {
@@ -40,7 +42,7 @@ const cleanups: (() => void)[] = [];
 
 function open(dir: string): { db: Db; store: SqliteVectorStore } {
   const db = openDatabase(dir);
-  const store = new SqliteVectorStore(db, { ann: ANN });
+  const store = new SqliteVectorStore(db, { ann: { ...ANN, worker: inWorker } });
   opened.push({ db, store });
   return { db, store };
 }
@@ -74,7 +76,13 @@ async function recallAt10(
   return found / (queries.length * 10);
 }
 
-describe("embedded store: approximate (HNSW) index", () => {
+describe.each([
+  ["on a worker thread", true],
+  ["in process", false],
+])("embedded store: approximate (HNSW) index %s", (_, worker) => {
+  beforeEach(() => {
+    inWorker = worker;
+  });
   it("answers with recall@10 >= 0.95 against exact search and uses the index", async () => {
     const dir = newDir();
     const { store } = open(dir);
@@ -83,7 +91,7 @@ describe("embedded store: approximate (HNSW) index", () => {
     await store.addBatch("kb_a", records(make, 0, 3000));
     const queries = Array.from({ length: 40 }, make);
     expect(await recallAt10(store, "kb_a", queries)).toBeGreaterThanOrEqual(0.95);
-    expect(store.ann?.isLoaded("kb_a")).toBe(true);
+    expect(await store.ann?.isLoaded("kb_a")).toBe(true);
     await store.close();
     expect(readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"))).toHaveLength(1);
   });
@@ -94,7 +102,7 @@ describe("embedded store: approximate (HNSW) index", () => {
     await store.createCollection("small", DIM, "cosine");
     await store.addBatch("small", records(make, 0, 100));
     await store.search("small", make(), { topK: 5 });
-    expect(store.ann?.isLoaded("small")).toBe(false);
+    expect(await store.ann?.isLoaded("small")).toBe(false);
   });
 
   it("repairs the index after a crash between the vector commit and the index save", async () => {
@@ -132,7 +140,7 @@ describe("embedded store: approximate (HNSW) index", () => {
     await first.store.createCollection("kb", DIM, "cosine");
     const stored = records(make, 0, 800);
     await first.store.addBatch("kb", stored);
-    first.store.syncIndex("kb");
+    await first.store.syncIndex("kb");
     await first.store.close();
     first.db.close();
     const files = readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"));
@@ -154,7 +162,7 @@ describe("embedded store: approximate (HNSW) index", () => {
     const stored = records(make, 0, 1000);
     await store.addBatch("kb", stored);
     await store.search("kb", make(), { topK: 10 });
-    expect(store.ann?.isLoaded("kb")).toBe(true);
+    expect(await store.ann?.isLoaded("kb")).toBe(true);
 
     const victim = stored[10] as VectorRecord;
     await store.delete("kb", [victim.id]);
@@ -199,7 +207,7 @@ describe("embedded store: approximate (HNSW) index", () => {
     }
     const probe = after[5] as VectorRecord;
     expect((await store.search("kb", probe.vector, { topK: 1 }))[0]?.id).toBe(probe.id);
-    expect(store.ann?.isLoaded("kb")).toBe(true);
+    expect(await store.ann?.isLoaded("kb")).toBe(true);
   });
 
   it("answers filtered searches exactly when the filter is too selective for the candidates", async () => {
@@ -226,11 +234,11 @@ describe("embedded store: approximate (HNSW) index", () => {
     await writer.store.createCollection("kb", DIM, "cosine");
     await writer.store.addBatch("kb", records(make, 0, 700));
     await reader.store.search("kb", make(), { topK: 5 });
-    expect(reader.store.ann?.isLoaded("kb")).toBe(true);
+    expect(await reader.store.ann?.isLoaded("kb")).toBe(true);
     const late = records(make, 700, 50, "late");
     await writer.store.addBatch("kb", late);
     await writer.store.delete("kb", ["r1"]);
-    writer.store.syncIndex("kb"); // saves a newer file and prunes the log the reader has not applied
+    await writer.store.syncIndex("kb"); // saves a newer file and prunes the log the reader has not applied
     for (const record of late.slice(0, 5)) {
       expect((await reader.store.search("kb", record.vector, { topK: 1 }))[0]?.id).toBe(record.id);
     }
@@ -267,7 +275,7 @@ describe("embedded store: approximate (HNSW) index", () => {
           await store.search("kb", q, { topK: 10, exact: true }),
         );
       }
-      expect(store.ann?.isLoaded("kb")).toBe(false);
+      expect(await store.ann?.isLoaded("kb")).toBe(false);
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatch(/no prebuilt binary/);
     } finally {

@@ -1,0 +1,98 @@
+/**
+ * Worker thread of the approximate vector indexes ({@link AnnIndexes}) of one database,
+ * started by `ann-client.ts`. It opens its own connection to the database file (WAL lets
+ * it read while the main thread writes) and answers one request at a time, in arrival
+ * order, so a search queued after an index update sees it.
+ *
+ * Protocol: the client posts `{ id, op, ... }`; the worker answers `{ id, value }` or
+ * `{ id, error }`. Ops: `candidates`, `sync`, `forget`, `isLoaded`, `indexedCount`,
+ * `saveAll`, `close` (saves, answers, then ends the thread).
+ */
+import { dirname } from "node:path";
+import { parentPort, workerData } from "node:worker_threads";
+import { AnnIndexes, type AnnOptions } from "./ann-index.js";
+import type { Metric } from "./contract.js";
+import { openDatabase } from "./database.js";
+
+/** What the client passes as `workerData`. */
+export interface AnnWorkerData {
+  /** The database file (`kl.db`). */
+  file: string;
+  /** Index options, `dir` resolved. */
+  options: AnnOptions;
+}
+
+/** A request to the worker. */
+export type AnnRequest =
+  | {
+      id: number;
+      op: "candidates";
+      collection: string;
+      dimension: number;
+      metric: Metric;
+      vector: Float32Array;
+      k: number;
+      expansion?: number;
+    }
+  | { id: number; op: "sync"; collection: string; dimension: number; metric: Metric }
+  | { id: number; op: "forget" | "isLoaded" | "indexedCount"; collection: string }
+  | { id: number; op: "saveAll" | "close" };
+
+/** Page cache of the worker's connection: it reads the log and vectors being indexed, little else. */
+const WORKER_CACHE_KIB = 16_384;
+
+function main(): void {
+  const port = parentPort;
+  if (!port) throw new Error("ann-worker.ts runs as a worker thread");
+  const data = workerData as AnnWorkerData;
+  const db = openDatabase(dirname(data.file));
+  db.pragma(`cache_size = -${WORKER_CACHE_KIB}`);
+  const indexes = new AnnIndexes(db, data.options);
+  port.on("message", (request: AnnRequest) => {
+    let value: unknown = null;
+    try {
+      switch (request.op) {
+        case "candidates":
+          value =
+            indexes.candidates(
+              request.collection,
+              request.dimension,
+              request.metric,
+              request.vector,
+              request.k,
+              request.expansion,
+            ) ?? null;
+          break;
+        case "sync":
+          indexes.sync(request.collection, request.dimension, request.metric);
+          break;
+        case "forget":
+          indexes.forget(request.collection);
+          break;
+        case "isLoaded":
+          value = indexes.isLoaded(request.collection);
+          break;
+        case "indexedCount":
+          value = indexes.indexedCount(request.collection) ?? null;
+          break;
+        case "saveAll":
+          indexes.saveAll();
+          break;
+        case "close":
+          try {
+            indexes.saveAll();
+          } finally {
+            db.close();
+          }
+          port.postMessage({ id: request.id, value: null });
+          port.close();
+          return;
+      }
+      port.postMessage({ id: request.id, value });
+    } catch (error) {
+      port.postMessage({ id: request.id, error: (error as Error).message ?? String(error) });
+    }
+  });
+}
+
+main();
