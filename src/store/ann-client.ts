@@ -24,7 +24,12 @@ import type { Metric } from "./contract.js";
 import type { Db } from "./database.js";
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
-type RunningWorker = { worker: Worker; pending: Map<number, Pending>; exited: Promise<void> };
+type RunningWorker = {
+  worker: Worker;
+  pending: Map<number, Pending>;
+  exited: Promise<void>;
+  closing: boolean;
+};
 /** A request without its id (the client numbers them). */
 type Request = AnnRequest extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
 
@@ -139,6 +144,8 @@ export class AnnWorkerIndexes {
     const current = this.current;
     if (!current) return Promise.resolve();
     this.current = undefined;
+    // Held (not unref'd) until it has exited, so a process awaiting this does not end first.
+    current.closing = true;
     void this.send(current, { op: "close" }).catch(() => undefined);
     return current.exited;
   }
@@ -171,11 +178,13 @@ export class AnnWorkerIndexes {
     const worker = startModuleWorker(siblingModule(import.meta.url, "ann-worker"), { workerData: data });
     worker.unref();
     const pending = new Map<number, Pending>();
+    const running: RunningWorker = { worker, pending, exited: Promise.resolve(), closing: false };
+    this.current = running;
     worker.on("message", (message: { id: number; value?: unknown; error?: string }) => {
       const call = pending.get(message.id);
       if (!call) return;
       pending.delete(message.id);
-      if (pending.size === 0) worker.unref();
+      if (pending.size === 0 && !running.closing) worker.unref();
       if (message.error !== undefined) call.reject(new KnowledgeLayerError(`vector index: ${message.error}`));
       else call.resolve(message.value);
     });
@@ -188,12 +197,12 @@ export class AnnWorkerIndexes {
     );
     const exited = new Promise<void>((resolve) => {
       worker.once("exit", () => {
-        if (this.current?.worker === worker) this.current = undefined;
+        if (this.current === running) this.current = undefined;
         failAll(new KnowledgeLayerError("vector index worker exited"));
         resolve();
       });
     });
-    this.current = { worker, pending, exited };
-    return this.current;
+    running.exited = exited;
+    return running;
   }
 }
