@@ -62,8 +62,8 @@ export class AnnWorkerIndexes {
   }
 
   /** Number of candidates to fetch for `topK` hits (as {@link AnnIndexes.candidateCount}). */
-  candidateCount(topK: number): number {
-    return this.local.candidateCount(topK);
+  candidateCount(topK: number, filtered = false): number {
+    return this.local.candidateCount(topK, filtered);
   }
 
   /** The search list (ef) a query of `k` candidates uses on an index of `size` vectors. */

@@ -154,7 +154,7 @@ export class SqliteVectorStore implements VectorStore {
     let rows: SearchRow[] | undefined;
     if (query.ann) {
       // Filters are applied to the candidates; when too few pass, widen once, then scan.
-      let want = query.ann.candidateCount(query.topK);
+      let want = query.ann.candidateCount(query.topK, options.filter !== undefined);
       for (let attempt = 0; attempt < 2 && rows === undefined; attempt++) {
         const candidates = await query.ann.candidates(
           collection,
@@ -180,7 +180,7 @@ export class SqliteVectorStore implements VectorStore {
     const query = this.prepareSearch(collection, vector, options);
     let rows: SearchRow[] | undefined;
     if (query.ann instanceof AnnIndexes) {
-      let want = query.ann.candidateCount(query.topK);
+      let want = query.ann.candidateCount(query.topK, options.filter !== undefined);
       for (let attempt = 0; attempt < 2 && rows === undefined; attempt++) {
         const candidates = query.ann.candidates(
           collection,
