@@ -108,7 +108,7 @@ export function loadUsearch(): UsearchModule | null {
  * it grows with the square root of the size, between `floor` (the candidates wanted) and
  * {@link AUTO_EXPANSION_MAX}. HNSW needs a longer list as the graph grows (Malkov &
  * Yashunin 2018, sec. 4: search cost ~ ef · log N). On the hashed 512-d text vectors of
- * `bench:scale` (SciFact + Cranfield queries, graph degree 16, insert list 128, 40
+ * `bench:scale` (SciFact + Cranfield queries, graph degree 16, insert list 128, the
  * candidates rescored exactly), recall@10 against exact search reaches 0.95 at ef ≈ 205
  * for 10k, ≈ 750 for 100k and ≈ 2,050 for 1M; 2.5·√size (250 / 791 / 2,500) keeps it at
  * 0.95–0.97 at every size.
@@ -127,9 +127,10 @@ export interface AnnOptions {
   minRecords?: number;
   /**
    * HNSW graph degree (default 16). With the insert list at 128, degree 16 reaches recall@10
-   * 0.95 at 1M hashed 512-d text vectors with a search list of ~2,050 (16.5 ms HNSW p50),
-   * where degree 24 with an insert list of 64 (the default before) needed ~3,300 (25 ms);
-   * at 100k, degree 12 or 24 cost as much or more at equal recall (`.probe`-style sweep).
+   * ~0.95 at 1M hashed 512-d text vectors with a search list of 2,500, where degree 24 with
+   * an insert list of 64 (the default before) needed ~3,300: both built in memory and timed
+   * in one window, 42 ms against 49 ms p50 per query. At 100k, degree 12 or 24 cost as much
+   * or more at equal recall (`bench/ann-recall.ts --rebuild-with connectivity:expansionAdd`).
    */
   connectivity?: number;
   /**
