@@ -40,11 +40,15 @@ async function crash(server: { kl: KnowledgeLayer; app: FastifyInstance }): Prom
   await new Promise((done) => server.app.server.close(done));
 }
 
-/** A markdown file whose text holds a word found in no other file (`unique`). */
+/**
+ * A markdown file whose text holds a word found in no other file (`unique`). Each file is large
+ * enough (300 paragraphs, ~25 KB) that a job of five takes a while on a fast machine too, so a
+ * kill -9 can land while one job is part-way and a later one waits.
+ */
 function file(i: number): { name: string; content: string; unique: string } {
   const unique = `zqx${String(i).padStart(3, "0")}marker`;
   const body = Array.from(
-    { length: 30 },
+    { length: 300 },
     (_, p) => `Paragraph ${p} of file ${i} mentions ${unique} and ledger${(i * 31 + p) % 97} entries.`,
   ).join("\n\n");
   return { name: `file-${String(i).padStart(2, "0")}.md`, content: `# File ${i}\n\n${body}\n`, unique };
@@ -79,13 +83,13 @@ describe("kl serve: kill -9 with ingest jobs queued and running", () => {
       const base = await first.serve.base;
       const api = client(base, key);
       expect((await api.post("/kbs", { name: "docs", retrieval: { mode: "keyword" } })).status).toBe(201);
-      // Four uploads of five files: one KB, so the jobs run one after another.
-      const jobs: Answer[] = [];
-      for (let u = 0; u < 4; u++) {
-        const up = await api.upload("docs", files.slice(u * 5, u * 5 + 5), "?embed=false");
-        expect(up.status).toBe(202);
-        jobs.push(up);
-      }
+      // Four uploads of five files, sent together (an upload waits while the server's loop ingests,
+      // so uploads sent one after another can finish after every job has): one KB, so the jobs run
+      // one after another.
+      const jobs: Answer[] = await Promise.all(
+        [0, 1, 2, 3].map((u) => api.upload("docs", files.slice(u * 5, u * 5 + 5), "?embed=false")),
+      );
+      for (const up of jobs) expect(up.status).toBe(202);
       const ids = jobs.map((j) => j.body.id as string);
       // kill -9 once a job is part-way and a later one still waits.
       let seen: { status: string; done: number }[] = [];
