@@ -44,7 +44,7 @@ import type { ApiKeyInfo, NewApiKey } from "./store/api-keys.js";
 import type { Catalog, DocumentRecord, KbCounts, KbRecord } from "./store/catalog.js";
 import type { MemoryCatalog } from "./store/catalog-contract.js";
 import type { VectorStore } from "./store/contract.js";
-import { DB_FILE, type Db, openDatabase, resolveDataDir } from "./store/database.js";
+import { DB_FILE, type Db, openDatabase, releaseFreePages, resolveDataDir } from "./store/database.js";
 import type { JobEventRecord, JobIssue, JobRecord, JobStep, NewJob } from "./store/jobs.js";
 import type { FillProgress } from "./store/migrate.js";
 import { SqliteCatalogBackend } from "./store/sqlite-catalog.js";
@@ -190,6 +190,7 @@ export class KnowledgeLayer {
     } catch {
       // An unsaved approximate index is rebuilt from the log on the next open.
     }
+    releaseFreePages(this.db);
     this.db.close();
     const stores = [...this.stores.values()];
     this.stores.clear();

@@ -9,7 +9,7 @@ import { blockRows, emptyList, type PostingList } from "../retrieve/postings.js"
 export type Db = Database.Database;
 
 /** Schema version written to `meta.schema_version`; bump with a migration when tables change. */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * Documents whose metadata has a profile field (`organization`, `documentKind`, `period`:
@@ -124,14 +124,18 @@ CREATE TABLE IF NOT EXISTS kb_stats (
   unembedded INTEGER NOT NULL DEFAULT 0,
   version INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS embedding_cache (
+CREATE TABLE IF NOT EXISTS embedding_models (
+  id INTEGER PRIMARY KEY,
   provider TEXT NOT NULL,
   model TEXT NOT NULL,
-  text_hash TEXT NOT NULL,
+  UNIQUE (provider, model)
+);
+CREATE TABLE IF NOT EXISTS embedding_entries (
+  model INTEGER NOT NULL,
+  key BLOB NOT NULL,
   vector BLOB NOT NULL,
-  ref_collection TEXT,
-  ref_id TEXT,
-  PRIMARY KEY (provider, model, text_hash)
+  record INTEGER,
+  PRIMARY KEY (model, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vec_collections (
   name TEXT PRIMARY KEY,
@@ -212,16 +216,23 @@ const REMOVE_CHUNK = `
     title_tokens = title_tokens - OLD.title_token_count WHERE kb = OLD.kb;`;
 
 const TRIGGERS = `
-CREATE INDEX IF NOT EXISTS embedding_cache_ref ON embedding_cache (ref_collection, ref_id) WHERE ref_id IS NOT NULL;
-CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_insert AFTER INSERT ON vec_records BEGIN
-  DELETE FROM embedding_cache WHERE ref_collection = NEW.collection AND ref_id = NEW.id AND ref_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS embedding_entries_record ON embedding_entries (record) WHERE record IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS embedding_entries_replace BEFORE INSERT ON vec_records BEGIN
+  DELETE FROM embedding_entries
+  WHERE record = (SELECT rowid FROM vec_records WHERE collection = NEW.collection AND id = NEW.id);
 END;
-CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_update AFTER UPDATE OF vector ON vec_records BEGIN
-  DELETE FROM embedding_cache WHERE ref_collection = OLD.collection AND ref_id = OLD.id AND ref_id IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS embedding_entries_update AFTER UPDATE OF vector ON vec_records BEGIN
+  DELETE FROM embedding_entries WHERE record = OLD.rowid;
 END;
-CREATE TRIGGER IF NOT EXISTS embedding_cache_ref_delete AFTER DELETE ON vec_records BEGIN
-  DELETE FROM embedding_cache WHERE ref_collection = OLD.collection AND ref_id = OLD.id AND ref_id IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS embedding_entries_delete AFTER DELETE ON vec_records BEGIN
+  DELETE FROM embedding_entries WHERE record = OLD.rowid;
 END;
+CREATE VIEW IF NOT EXISTS embedding_cache AS
+  SELECT m.provider AS provider, m.model AS model,
+    CASE WHEN typeof(e.key) = 'blob' THEN lower(hex(e.key)) ELSE e.key END AS text_hash,
+    e.vector AS vector, r.collection AS ref_collection, r.id AS ref_id
+  FROM embedding_entries e JOIN embedding_models m ON m.id = e.model
+  LEFT JOIN vec_records r ON r.rowid = e.record;
 CREATE TRIGGER IF NOT EXISTS kb_stats_chunk_insert AFTER INSERT ON chunks BEGIN
 ${ADD_CHUNK}
 END;
@@ -290,6 +301,10 @@ export function openDatabase(dataDir: string): Db {
     // is a 2 KiB row; on 4 KiB pages one row fills half a page, or spills to an overflow page
     // in a WITHOUT ROWID table, which doubled the bytes per vector.
     db.pragma(`page_size = ${PAGE_SIZE}`);
+    // Incremental auto-vacuum (new files only): pages freed by keyword-segment merges and
+    // pruned logs can be handed back to the file system when the database is closed
+    // (releaseFreePages), instead of staying in the file as its free list.
+    db.pragma("auto_vacuum = INCREMENTAL");
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
@@ -344,7 +359,8 @@ export function openDatabase(dataDir: string): Db {
  * `kl serve` (`ingest_jobs`, `ingest_job_files`, `ingest_job_docs`, `ingest_job_events`, see
  * `store/jobs.ts`), created empty by the schema's `CREATE TABLE IF NOT EXISTS`: an older
  * server kept its jobs in memory, so there are none to carry over (its leftover uploads
- * belong to no job and are removed when the server starts).
+ * belong to no job and are removed when the server starts). Schema 7 → 8: the embedding cache's
+ * rows move to `embedding_entries` (see {@link compactEmbeddingCache}).
  */
 function migrate(db: Db, from: number): void {
   db.transaction(() => {
@@ -374,8 +390,40 @@ function migrate(db: Db, from: number): void {
       }
     }
     if (from < 6) segmentKeywordIndex(db);
+    if (from < 8) compactEmbeddingCache(db);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
   })();
+}
+
+/**
+ * Schema 7 → 8: the `embedding_cache` table (provider and model text, a 64-character hex
+ * SHA-256 and a (collection, id) reference in every row and again in its index: ~350 bytes
+ * per cached chunk) becomes `embedding_entries` keyed by an `embedding_models` id and the
+ * first 16 bytes of the SHA-256 (text entries keep their keys), with references as `vec_records` rowids (~70 bytes per
+ * chunk). References whose record is gone are dropped; text entries keep their keys. The
+ * old name stays as a read-only view for diagnostics.
+ */
+function compactEmbeddingCache(db: Db): void {
+  const old = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embedding_cache'")
+    .get();
+  if (!old) return;
+  db.exec(`
+    DROP TRIGGER IF EXISTS embedding_cache_ref_insert;
+    DROP TRIGGER IF EXISTS embedding_cache_ref_update;
+    DROP TRIGGER IF EXISTS embedding_cache_ref_delete;
+    DROP INDEX IF EXISTS embedding_cache_ref;
+    INSERT OR IGNORE INTO embedding_models (provider, model) SELECT DISTINCT provider, model FROM embedding_cache;
+    INSERT OR REPLACE INTO embedding_entries (model, key, vector, record)
+      SELECT m.id,
+        CASE WHEN c.provider NOT LIKE 'text:%' AND length(c.text_hash) = 64 AND c.text_hash NOT GLOB '*[^0-9a-f]*'
+          THEN unhex(substr(c.text_hash, 1, 32)) ELSE c.text_hash END,
+        c.vector, r.rowid
+      FROM embedding_cache c JOIN embedding_models m ON m.provider = c.provider AND m.model = c.model
+      LEFT JOIN vec_records r ON c.ref_id IS NOT NULL AND r.collection = c.ref_collection AND r.id = c.ref_id
+      WHERE length(c.vector) > 0 OR r.rowid IS NOT NULL;
+    DROP TABLE embedding_cache;
+  `);
 }
 
 /**
@@ -432,6 +480,24 @@ function convertPostings(db: Db): void {
   db.exec(`INSERT INTO kw_segments (kb, seg, chunks, min_id, max_id)
     SELECT kb, 1, count(DISTINCT chunk_id), min(chunk_id), max(chunk_id) FROM postings GROUP BY kb`);
   db.exec("DROP TABLE postings");
+}
+
+/**
+ * Gives a database's free pages back to the file system, shrinking the file (files created
+ * with incremental auto-vacuum, see openDatabase; others keep their free list for reuse).
+ * Call before closing a connection that wrote: the free pages are what keyword-segment
+ * merges and pruned logs left (about 2% of a freshly ingested 10k-chunk KB). Best effort:
+ * a busy or read-only database is left as it is.
+ */
+export function releaseFreePages(db: Db): void {
+  try {
+    if (!db.open || db.readonly || db.inTransaction) return;
+    if (db.pragma("auto_vacuum", { simple: true }) !== 2) return;
+    if ((db.pragma("freelist_count", { simple: true }) as number) === 0) return;
+    db.pragma("incremental_vacuum");
+  } catch {
+    // Busy (another connection writes) or read-only: the pages stay free for reuse.
+  }
 }
 
 /**

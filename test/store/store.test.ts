@@ -2,7 +2,14 @@ import { createRequire } from "node:module";
 import { describe, expect, it, test } from "vitest";
 import { defaultKbConfig, type KnowledgeBaseConfig, validateKbConfig } from "../../src/config.js";
 import { decodeDocumentText, encodeDocumentText } from "../../src/store/catalog.js";
-import { blobToVector, openDatabase, SCHEMA_VERSION, vectorToBlob } from "../../src/store/database.js";
+import {
+  blobToVector,
+  openDatabase,
+  releaseFreePages,
+  SCHEMA_VERSION,
+  vectorToBlob,
+} from "../../src/store/database.js";
+import { EmbeddingCacheTable } from "../../src/store/embedding-cache.js";
 import { JobStore } from "../../src/store/jobs.js";
 import { SqliteVectorStore } from "../../src/store/sqlite-vector-store.js";
 import { vectorStoreConformance } from "../conformance/vector-store.js";
@@ -82,8 +89,9 @@ describe("embedded database", () => {
     db5.close();
     const db = openDatabase(dir);
     try {
-      expect(SCHEMA_VERSION).toBe(7);
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("7");
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe(
+        String(SCHEMA_VERSION),
+      );
       expect(db.prepare("SELECT name FROM kbs").pluck().all()).toEqual(["acme.docs"]);
       const tables = db
         .prepare(
@@ -124,6 +132,94 @@ describe("embedded database", () => {
       expect(jobs.documents("job_1", 0)).toEqual([{ uri: "a.md", chunks: 2, warnings: [] }]);
       expect(jobs.prune("acme", 0)).toBe(1);
       for (const t of tables) expect(db.prepare(`SELECT count(*) FROM ${t}`).pluck().get()).toBe(0);
+    } finally {
+      db.close();
+      cleanup();
+    }
+  });
+
+  it("migrates a schema-7 embedding cache: vectors, live references and text entries kept, dangling references dropped", () => {
+    const { dir, cleanup } = tempDir();
+    const hash = (c: string) => c.repeat(64);
+    const v = (x: number) => vectorToBlob(Float32Array.of(x, 1 - x));
+    // A schema-7 file: today's schema with the old embedding_cache table, its index and triggers.
+    const db7 = openDatabase(dir);
+    db7.exec(`DROP VIEW embedding_cache; DROP TRIGGER embedding_entries_replace; DROP TRIGGER embedding_entries_update;
+      DROP TRIGGER embedding_entries_delete; DROP TABLE embedding_entries; DROP TABLE embedding_models;
+      CREATE TABLE embedding_cache (provider TEXT NOT NULL, model TEXT NOT NULL, text_hash TEXT NOT NULL,
+        vector BLOB NOT NULL, ref_collection TEXT, ref_id TEXT, PRIMARY KEY (provider, model, text_hash)) WITHOUT ROWID;
+      CREATE INDEX embedding_cache_ref ON embedding_cache (ref_collection, ref_id) WHERE ref_id IS NOT NULL;
+      CREATE TRIGGER embedding_cache_ref_delete AFTER DELETE ON vec_records BEGIN
+        DELETE FROM embedding_cache WHERE ref_collection = OLD.collection AND ref_id = OLD.id AND ref_id IS NOT NULL;
+      END;
+      UPDATE meta SET value = '7' WHERE key = 'schema_version';`);
+    db7
+      .prepare("INSERT INTO vec_records (collection, id, vector, payload) VALUES ('kb_a', '7', ?, '{}')")
+      .run(v(0.25));
+    const put = db7.prepare("INSERT INTO embedding_cache VALUES (?, ?, ?, ?, ?, ?)");
+    put.run("openai", "m1", hash("a"), v(0.5), null, null);
+    put.run("openai", "m1", hash("b"), Buffer.alloc(0), "kb_a", "7");
+    put.run("openai", "m1", hash("c"), Buffer.alloc(0), "kb_a", "8"); // its record is gone
+    put.run("cohere", "m2", hash("a"), v(0.75), null, null);
+    put.run("text:ctx", "ctx", "some key", Buffer.from("a context", "utf8"), null, null);
+    db7.close();
+
+    const db = openDatabase(dir);
+    try {
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe(
+        String(SCHEMA_VERSION),
+      );
+      const cache = new EmbeddingCacheTable(db);
+      expect([...(cache.get("openai", "m1", hash("a")) ?? [])]).toEqual([0.5, 0.5]);
+      expect([...(cache.get("openai", "m1", hash("b")) ?? [])]).toEqual([0.25, 0.75]);
+      expect(cache.get("openai", "m1", hash("c"))).toBeUndefined();
+      expect([...(cache.get("cohere", "m2", hash("a")) ?? [])]).toEqual([0.75, 0.25]);
+      expect(cache.get("cohere", "m1", hash("a"))).toBeUndefined();
+      expect(cache.getText("ctx", "some key")).toBe("a context");
+      // 16-byte keys, one row per live entry; the view shows them as before.
+      expect(db.prepare("SELECT count(*) FROM embedding_entries").pluck().get()).toBe(4);
+      expect(
+        db
+          .prepare(
+            "SELECT text_hash, ref_collection, ref_id FROM embedding_cache WHERE model = 'm1' ORDER BY text_hash",
+          )
+          .all(),
+      ).toEqual([
+        { text_hash: "a".repeat(32), ref_collection: null, ref_id: null },
+        { text_hash: "b".repeat(32), ref_collection: "kb_a", ref_id: "7" },
+      ]);
+      // The new triggers hold: replacing the record drops its reference.
+      db.prepare(
+        "INSERT OR REPLACE INTO vec_records (collection, id, vector, payload) VALUES ('kb_a', '7', ?, '{}')",
+      ).run(v(0.9));
+      expect(cache.get("openai", "m1", hash("b"))).toBeUndefined();
+    } finally {
+      db.close();
+      cleanup();
+    }
+  });
+
+  it("gives free pages back to the file system on close (new files use incremental auto-vacuum)", async () => {
+    const { dir, cleanup } = tempDir();
+    const { statSync } = await import("node:fs");
+    const db = openDatabase(dir);
+    try {
+      expect(db.pragma("auto_vacuum", { simple: true })).toBe(2);
+      db.exec("CREATE TABLE filler (x BLOB)");
+      const add = db.prepare("INSERT INTO filler VALUES (randomblob(8000))");
+      db.transaction(() => {
+        for (let i = 0; i < 500; i++) add.run();
+      })();
+      db.pragma("wal_checkpoint(TRUNCATE)");
+      const full = statSync(`${dir}/kl.db`).size;
+      db.exec("DELETE FROM filler");
+      expect(db.pragma("freelist_count", { simple: true })).toBeGreaterThan(200);
+      releaseFreePages(db);
+      expect(db.pragma("freelist_count", { simple: true })).toBe(0);
+      db.pragma("wal_checkpoint(TRUNCATE)");
+      expect(statSync(`${dir}/kl.db`).size).toBeLessThan(full / 4);
+      // Read-only connections and databases without free pages are left alone.
+      releaseFreePages(db);
     } finally {
       db.close();
       cleanup();
