@@ -104,7 +104,7 @@ export async function startHashEmbeddingServer(port = 0): Promise<HashEmbeddingS
         });
         return;
       }
-      let body: { input?: unknown; model?: unknown };
+      let body: { input?: unknown; model?: unknown; encoding_format?: unknown };
       try {
         body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as typeof body;
       } catch {
@@ -118,11 +118,25 @@ export async function startHashEmbeddingServer(port = 0): Promise<HashEmbeddingS
         });
         return;
       }
-      const data = (input as string[]).map((text, index) => ({
-        object: "embedding",
-        index,
-        embedding: Array.from(hashEmbed(text)),
-      }));
+      const format = body.encoding_format ?? "float";
+      if (format !== "float" && format !== "base64") {
+        reply(400, {
+          error: { message: "encoding_format must be float or base64", type: "invalid_request_error" },
+        });
+        return;
+      }
+      // base64: the little-endian float32 bytes of each vector (OpenAI's wire format).
+      const data = (input as string[]).map((text, index) => {
+        const vector = hashEmbed(text);
+        return {
+          object: "embedding",
+          index,
+          embedding:
+            format === "base64"
+              ? Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString("base64")
+              : Array.from(vector),
+        };
+      });
       reply(200, {
         object: "list",
         data,

@@ -354,6 +354,8 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
         baseUrl: job.baseUrl,
         dimension: HASH_DIM,
         batchSize: 128,
+        // Vectors as base64 float32 bytes: a quarter of the JSON, no number arrays to collect.
+        encodingFormat: "base64",
       },
       // The 0.2 default is calibrated on the bundled model's cosines; hashed vectors of
       // related texts score 0.1–0.3, so it would drop most candidates. LanceDB has none either.

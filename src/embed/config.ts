@@ -142,6 +142,11 @@ export interface OpenAiConfig extends RemoteEmbeddingConfig {
   longText?: "mean" | "truncate";
   /** Token budget of one request (sum over its inputs). Default 300 000 (OpenAI's limit). */
   maxBatchTokens?: number;
+  /**
+   * `encoding_format` of the requests: `float` (default) or `base64` (float32 bytes in
+   * base64: about a quarter of the response bytes, and no JavaScript array per vector).
+   */
+  encodingFormat?: "float" | "base64";
 }
 
 /**
@@ -188,6 +193,8 @@ export interface OpenAiCompatibleConfig extends RemoteEmbeddingConfig, PrefixCon
   maxInputTokens?: number;
   /** As {@link OpenAiConfig.longText}. Default `mean`. */
   longText?: "mean" | "truncate";
+  /** As {@link OpenAiConfig.encodingFormat}; `base64` only for servers that support it (vLLM, TEI, LiteLLM…). Default `float`. */
+  encodingFormat?: "float" | "base64";
 }
 
 /** Settings of one embedding provider, discriminated by `provider`. */

@@ -5,7 +5,7 @@
  */
 import { ConfigError } from "../errors.js";
 import { resolvePrefixes } from "./models.js";
-import { OpenAiEmbedder, openAiInputLimit } from "./openai.js";
+import { type EmbeddingEncoding, OpenAiEmbedder, openAiInputLimit } from "./openai.js";
 import type { RemoteEmbedderOptions } from "./remote.js";
 
 /** Options of {@link OpenAiCompatibleEmbedder}. */
@@ -20,6 +20,8 @@ export interface OpenAiCompatibleEmbedderOptions extends RemoteEmbedderOptions {
   maxInputTokens?: number;
   /** Over-long inputs (with a limit): `mean` of token windows (default) or `truncate`. */
   longText?: "mean" | "truncate";
+  /** `encoding_format` to ask for (default `float`; `base64` where the server supports it). */
+  encodingFormat?: EmbeddingEncoding;
   /** Query prefix; default from the model name (e5, bge, nomic-embed-text), see src/embed/models.ts. */
   queryPrefix?: string;
   /** Document prefix; default from the model name. */

@@ -2,10 +2,11 @@
  * OpenAI embeddings over HTTP (`POST {baseUrl}/embeddings`).
  *
  * Wire format (OpenAI API): request `{ model, input: string[],
- * encoding_format: "float", dimensions? }` with `Authorization: Bearer`;
- * response `{ object: "list", data: [{ object: "embedding", index,
- * embedding: number[] }], model, usage }`; errors `{ error: { message, type,
- * code } }`.
+ * encoding_format: "float" | "base64", dimensions? }` with `Authorization:
+ * Bearer`; response `{ object: "list", data: [{ object: "embedding", index,
+ * embedding: number[] | string }], model, usage }` (with `base64`, each
+ * embedding is the base64 of its little-endian float32 values); errors
+ * `{ error: { message, type, code } }`.
  */
 import { ConfigError } from "../errors.js";
 import { endpointUrl } from "../http.js";
@@ -37,6 +38,37 @@ export interface OpenAiEmbedderOptions extends RemoteEmbedderOptions {
   longText?: "mean" | "truncate";
   /** Token budget per request. Default {@link OPENAI_MAX_REQUEST_TOKENS}. */
   maxBatchTokens?: number;
+  /** How the server sends vectors, see {@link EmbeddingEncoding}. Default `float`. */
+  encodingFormat?: EmbeddingEncoding;
+}
+
+/**
+ * OpenAI's `encoding_format`: `float` (JSON number arrays) or `base64` (each vector the
+ * base64 of its little-endian float32 values: about a quarter of the bytes, decoded without
+ * building a JavaScript array per vector, which is what OpenAI's own SDKs ask for). A
+ * server that ignores the field and answers with the other format is read either way.
+ */
+export type EmbeddingEncoding = "float" | "base64";
+
+/** Is this host little-endian (a Float32Array's bytes are then the wire's bytes)? */
+const LITTLE_ENDIAN = new Uint8Array(Float32Array.of(1).buffer)[3] === 0x3f;
+
+/**
+ * Reads one `embedding` of a response: a number array as it is, a base64 string as
+ * little-endian float32 values (a Float32Array); anything else unchanged (rejected later).
+ * @throws Error (message for the caller's malformed-response error) when a base64 string
+ *   is not a whole number of float32 values.
+ */
+export function decodeEmbedding(embedding: unknown): unknown {
+  if (typeof embedding !== "string") return embedding;
+  const bytes = Buffer.from(embedding, "base64");
+  if (bytes.length === 0 || bytes.length % 4 !== 0) {
+    throw new Error(`a base64 embedding of ${bytes.length} bytes is not float32 values`);
+  }
+  const out = new Float32Array(bytes.length / 4);
+  if (LITTLE_ENDIAN) new Uint8Array(out.buffer).set(bytes);
+  else for (let i = 0; i < out.length; i++) out[i] = bytes.readFloatLE(i * 4);
+  return out;
 }
 
 /** How a subclass (OpenAI-compatible servers) differs from OpenAI itself. */
@@ -83,6 +115,7 @@ export class OpenAiEmbedder extends RemoteEmbedder {
   private readonly longText: "mean" | "truncate";
   private readonly maxInputTokens: number | undefined;
   private readonly requestDimensions: number | undefined;
+  private readonly encodingFormat: EmbeddingEncoding;
 
   /** @throws ConfigError for invalid options (see {@link RemoteEmbedder}). */
   constructor(options: OpenAiEmbedderOptions, flavour?: OpenAiFlavour) {
@@ -117,6 +150,13 @@ export class OpenAiEmbedder extends RemoteEmbedder {
       );
     }
     this.longText = longText;
+    const encodingFormat = options.encodingFormat ?? "float";
+    if (encodingFormat !== "float" && encodingFormat !== "base64") {
+      throw new ConfigError(
+        `${this.provider} embedder: encodingFormat must be "float" or "base64", got ${String(encodingFormat)}`,
+      );
+    }
+    this.encodingFormat = encodingFormat;
     this.url = endpointUrl(baseUrl, "/embeddings");
     this.maxInputTokens = flavour ? flavour.maxInputTokens : OPENAI_MAX_INPUT_TOKENS;
     const send = flavour ? flavour.sendDimensions : /^text-embedding-3/.test(options.model);
@@ -133,7 +173,11 @@ export class OpenAiEmbedder extends RemoteEmbedder {
   }
 
   protected async request(texts: string[], _kind: InputKind): Promise<unknown[]> {
-    const body: Record<string, unknown> = { model: this.modelId, input: texts, encoding_format: "float" };
+    const body: Record<string, unknown> = {
+      model: this.modelId,
+      input: texts,
+      encoding_format: this.encodingFormat,
+    };
     if (this.requestDimensions !== undefined) body.dimensions = this.requestDimensions;
     const response = (await this.post(this.url, body)) as EmbeddingsResponse | null;
     const data = response?.data;
@@ -148,10 +192,11 @@ export class OpenAiEmbedder extends RemoteEmbedder {
         throw bad(`embedding index ${JSON.stringify(index)} is out of range`);
       }
       if (out[index] !== undefined) throw bad(`embedding index ${index} appears twice`);
-      if (typeof entry?.embedding === "string") {
-        throw bad('embedding is a base64 string; the server ignored encoding_format "float"');
+      try {
+        out[index] = decodeEmbedding(entry?.embedding) ?? null;
+      } catch (error) {
+        throw bad((error as Error).message);
       }
-      out[index] = entry?.embedding ?? null;
     });
     return out;
   }

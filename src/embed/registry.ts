@@ -97,6 +97,13 @@ const longText = {
   description: "a text over the model's input: mean of windows (default) or truncate",
 } as const;
 
+/** OpenAI's `encoding_format` (openai, openai-compatible). */
+const encodingFormat = {
+  type: "string",
+  enum: ["float", "base64"],
+  description: "encoding_format of the requests: float (default) or base64 (a quarter of the bytes)",
+} as const;
+
 const openAiCompatible: EmbeddingProviderImplementation = {
   summary:
     "any server speaking OpenAI's embeddings wire format (LiteLLM, vLLM, Ollama /v1…); baseUrl required",
@@ -118,6 +125,7 @@ const openAiCompatible: EmbeddingProviderImplementation = {
       description: "input limit in tokens (default 8191 for OpenAI model names)",
     },
     longText,
+    encodingFormat,
   },
   create: (config) => {
     const { provider: _, ...options } = config as OpenAiCompatibleConfig;
@@ -191,6 +199,7 @@ export const EMBEDDING_PROVIDER_REGISTRY = registry<EmbeddingProviderImplementat
     settings: {
       ...remote,
       longText,
+      encodingFormat,
       maxBatchTokens: {
         type: "integer",
         minimum: 1,

@@ -254,12 +254,12 @@ export abstract class RemoteEmbedder implements Embedder {
 
   /** Validates one raw vector (numbers, expected length) and returns it normalised. */
   private check(raw: unknown): Float32Array {
-    if (!Array.isArray(raw) || raw.length === 0) {
+    if (!(Array.isArray(raw) || raw instanceof Float32Array) || raw.length === 0) {
       throw this.error("malformed response: a vector is not a non-empty array of numbers");
     }
     const v = new Float32Array(raw.length);
     for (let i = 0; i < raw.length; i++) {
-      const x = raw[i];
+      const x: unknown = raw[i];
       if (typeof x !== "number" || !Number.isFinite(x)) {
         throw this.error(
           `malformed response: vector component ${i} is ${JSON.stringify(x)}, not a finite number`,

@@ -361,7 +361,8 @@ export function chunkingIdentity(chunking: KnowledgeBaseConfig["chunking"]): Rec
 /**
  * The embedding settings that change vectors: without the API key, batch size,
  * timeouts, retries, worker and thread counts and the bundled model's runtime
- * (onnxruntime and TF.js give the same vectors), so rotating a key or tuning
+ * (onnxruntime and TF.js give the same vectors) and the wire encoding (float or base64
+ * carry the same float32 values), so rotating a key or tuning
  * throughput does not re-ingest a KB.
  */
 export function embeddingIdentity(embedding: KnowledgeBaseConfig["embedding"]): Record<string, unknown> {
@@ -373,6 +374,7 @@ export function embeddingIdentity(embedding: KnowledgeBaseConfig["embedding"]): 
     workers: _w,
     threads: _th,
     runtime: _rt,
+    encodingFormat: _ef,
     ...rest
   } = embedding as unknown as Record<string, unknown>;
   return rest;

@@ -62,6 +62,17 @@ describe("OpenAiEmbedder requests", () => {
     });
   });
 
+  it("with encodingFormat base64, asks for base64 and reads float32 bytes: the same vectors as float", async () => {
+    const texts = ["alpha", "beta", "gamma"];
+    const asFloat = await openai().embedTexts(texts);
+    const asBase64 = await openai({ encodingFormat: "base64" }).embedTexts(texts);
+    expect(server.requests[1]?.body).toEqual({ model: MODEL, input: texts, encoding_format: "base64" });
+    expect(asBase64.map((v) => [...v])).toEqual(asFloat.map((v) => [...v]));
+    expect(() => openai({ encodingFormat: "hex" as "base64" })).toThrow(
+      /encodingFormat must be "float" or "base64", got hex/,
+    );
+  });
+
   it("knows the dimension of OpenAI models without a call", () => {
     expect(openai().dimension).toBe(1536);
     expect(openai({ model: "text-embedding-3-large" }).dimension).toBe(3072);
@@ -261,7 +272,7 @@ describe("OpenAiEmbedder errors", () => {
     ["no data array", { object: "list" }, /no data array/],
     ["too few embeddings", { data: [] }, /expected 1 embeddings, got 0/],
     ["index out of range", { data: [{ index: 3, embedding: [1] }] }, /index 3 is out of range/],
-    ["base64 embedding", { data: [{ index: 0, embedding: "AAAA" }] }, /base64 string/],
+    ["base64 of 3 bytes", { data: [{ index: 0, embedding: "AAAA" }] }, /base64 embedding of 3 bytes/],
     ["non-numeric vector", { data: [{ index: 0, embedding: [1, "x"] }] }, /component 1 is "x"/],
     ["not JSON", "<html>oops</html>", /not JSON/],
   ])("rejects a malformed response: %s", async (_label, body, message) => {

@@ -361,19 +361,19 @@ export function openAiResponder(options: OpenAiMockOptions = {}): (req: MockRequ
       }
       dim = body.dimensions as number;
     }
-    if (body.encoding_format !== undefined && body.encoding_format !== "float") {
-      return {
-        body: {
-          object: "list",
-          data: input.map((_, index) => ({ object: "embedding", index, embedding: "AAAA" })),
-        },
-      };
+    const format = body.encoding_format ?? "float";
+    if (format !== "float" && format !== "base64") {
+      return err(400, `'${String(format)}' is not one of ['float', 'base64'] - 'encoding_format'`);
     }
-    const data = (input as string[]).map((text, index) => ({
-      object: "embedding",
-      index,
-      embedding: mockVector(text, dim, body.model as string),
-    }));
+    const data = (input as string[]).map((text, index) => {
+      const vector = mockVector(text, dim, body.model as string);
+      return {
+        object: "embedding",
+        index,
+        embedding:
+          format === "base64" ? Buffer.from(Float32Array.from(vector).buffer).toString("base64") : vector,
+      };
+    });
     if (options.shuffle !== false) data.reverse();
     return {
       body: {
