@@ -44,6 +44,9 @@
  * - Recall@10 vs exact: exact = brute-force cosine in JS over every vector stored
  *   in the KB's collection (read from the store's table); a returned id counts as a hit when its
  *   exact cosine is ≥ the exact 10th best (ties count).
+ * - Hybrid top-10 agreement: hybrid's vector list searches the HNSW index with half
+ *   vector_only's search list (HYBRID_VECTOR_EFFORT); for the first 50 queries, the share
+ *   of its top 10 that the same hybrid search over exact vectors (`exactVectors`) returns.
  * - LanceDB 0.31 (in its own process, same chunk ids, texts and vectors): flat
  *   vector search, then an IVF-PQ index (defaults, cosine) and an FTS index on
  *   the text, each build bounded by --index-timeout (on timeout the row says the
@@ -437,8 +440,16 @@ interface SearchResult {
   latency: Record<Mode, { p50: number; p95: number }>;
   /** Chunk ids returned by vector_only, per query. */
   vectorIds: number[][];
+  /**
+   * Share of the hybrid top 10 (vector list searched with HYBRID_VECTOR_EFFORT) that the
+   * same hybrid search over exact vectors also returns, over the first AGREEMENT_QUERIES.
+   */
+  hybridAgreement?: number;
   maxRssKb: number;
 }
+
+/** Queries whose hybrid top 10 is compared with a hybrid search over exact vectors (a scan each). */
+const AGREEMENT_QUERIES = 50;
 
 async function roleSearch(job: SearchJob): Promise<SearchResult> {
   installEmbedClock(job.baseUrl);
@@ -446,6 +457,7 @@ async function roleSearch(job: SearchJob): Promise<SearchResult> {
   try {
     const latency = {} as SearchResult["latency"];
     let vectorIds: number[][] = [];
+    let hybridIds: number[][] = [];
     for (const mode of MODES) {
       const options = { kbs: [KB], mode, topK: TOP_K, keepDuplicates: true, minScore: 0 };
       for (const q of job.warmup) await kl.search(q, options);
@@ -463,8 +475,33 @@ async function roleSearch(job: SearchJob): Promise<SearchResult> {
       latency[mode] = { p50: percentile(times, 0.5), p95: percentile(times, 0.95) };
       log(`search ${mode}: p50 ${latency[mode].p50.toFixed(1)} ms, p95 ${latency[mode].p95.toFixed(1)} ms`);
       if (mode === "vector_only") vectorIds = ids;
+      if (mode === "hybrid") hybridIds = ids;
     }
-    return { latency, vectorIds, maxRssKb: process.resourceUsage().maxRSS };
+    const maxRssKb = process.resourceUsage().maxRSS;
+    // The hybrid list's vector search is approximate and shorter than vector_only's: how much
+    // of its top 10 would change with exact vectors (untimed; each query scans every vector).
+    let agree = 0;
+    let total = 0;
+    const agreementQueries = job.queries.slice(0, AGREEMENT_QUERIES);
+    const report = progress("hybrid over exact vectors", performance.now());
+    for (const [i, q] of agreementQueries.entries()) {
+      const exact = await kl.search(q, {
+        kbs: [KB],
+        mode: "hybrid",
+        topK: TOP_K,
+        keepDuplicates: true,
+        minScore: 0,
+        exactVectors: true,
+      });
+      const want = new Set(exact.results.map((r) => r.chunkId));
+      total += want.size;
+      agree += (hybridIds[i] ?? []).filter((id) => want.has(id)).length;
+      report(i + 1, agreementQueries.length);
+    }
+    const hybridAgreement = total > 0 ? agree / total : undefined;
+    if (hybridAgreement !== undefined)
+      log(`hybrid top ${TOP_K} = hybrid over exact vectors: ${(hybridAgreement * 100).toFixed(1)}%`);
+    return { latency, vectorIds, hybridAgreement, maxRssKb };
   } finally {
     await kl.close();
   }
@@ -835,11 +872,11 @@ const mb = (kb: number): string => `${Math.round(kb / 1024)}`;
 function printTable(rows: Row[]): void {
   const out: string[] = [];
   out.push(
-    "| size | ingest chunks/s | bytes/chunk | RSS MB ingest/search | keyword p50/p95 ms | vector p50/p95 ms | hybrid p50/p95 ms | vector recall@10 | " +
+    "| size | ingest chunks/s | bytes/chunk | RSS MB ingest/search | keyword p50/p95 ms | vector p50/p95 ms | hybrid p50/p95 ms | vector recall@10 | hybrid top-10 = exact-vector hybrid | " +
       "LanceDB FTS p50/p95 | LanceDB flat p50 (recall) | LanceDB IVF-PQ p50/p95 (recall) | LanceDB IVF-PQ tuned p50/p95 (recall) | LanceDB hybrid p50/p95 | " +
       "ratio ours/LanceDB p50: kw / vec (IVF-PQ, tuned) / hybrid |",
   );
-  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
     const l = r.search.latency;
     const ingestRate = r.ingest.chunks / Math.max(1e-9, (r.ingest.wallMs - r.ingest.embedMs) / 1000);
@@ -865,7 +902,7 @@ function printTable(rows: Row[]): void {
       `| ${fmtSize(r.size)} (${r.ingest.chunks.toLocaleString("en-US")}) | ${ingestRate.toFixed(0)} | ${Math.round(r.bytes / r.ingest.chunks).toLocaleString("en-US")} | ` +
         `${mb(r.ingest.maxRssKb)} / ${mb(r.search.maxRssKb)} | ${ms(l.keyword.p50)} / ${ms(l.keyword.p95)} | ` +
         `${ms(l.vector_only.p50)} / ${ms(l.vector_only.p95)} | ${ms(l.hybrid.p50)} / ${ms(l.hybrid.p95)} | ${r.recall.toFixed(3)} | ` +
-        `${lanceCells.join(" | ")} |`,
+        `${r.search.hybridAgreement === undefined ? "–" : r.search.hybridAgreement.toFixed(3)} | ${lanceCells.join(" | ")} |`,
     );
   }
   console.log(out.join("\n"));

@@ -145,6 +145,8 @@ export async function search(
       keepDuplicates: options.keepDuplicates,
       perKb: options.perKb,
       filter: options.filter,
+      exactVectors: options.exactVectors,
+      vectorEffort: options.vectorEffort,
     },
   );
   // A failing reranker or expansion endpoint is reported, its credentials masked.

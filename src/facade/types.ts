@@ -55,6 +55,17 @@ export interface SearchOptions {
    * @throws FilterError (a KnowledgeLayerError) naming the position of a problem.
    */
   filter?: Filter;
+  /**
+   * Scan every vector instead of the approximate (HNSW) index of the embedded store: exact
+   * nearest neighbours at a cost linear in the KB's size (for checking recall).
+   */
+  exactVectors?: boolean;
+  /**
+   * How hard the approximate vector index searches, as a factor of its search list
+   * (default 1 for `vector_only`, `HYBRID_VECTOR_EFFORT` = 0.5 in hybrid modes); higher is
+   * slower with better recall.
+   */
+  vectorEffort?: number;
 }
 
 /** One ranked search result with its source attribution. */

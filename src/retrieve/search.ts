@@ -99,7 +99,25 @@ export interface RetrievalOptions {
    * keyword and the vector list, before top-k.
    */
   filter?: Filter;
+  /** Scan every vector instead of using the approximate index (the embedded store). */
+  exactVectors?: boolean;
+  /**
+   * How hard the approximate vector index searches (see `VectorSearchOptions.effort`).
+   * Default 1 for `vector_only`, {@link HYBRID_VECTOR_EFFORT} when the vector list is
+   * fused with BM25's.
+   */
+  vectorEffort?: number;
 }
+
+/**
+ * Search effort of the vector list of hybrid modes, as a factor of the HNSW search list
+ * that `vector_only` uses. Fused with BM25's list (weight 0.15 against 1 by default), the
+ * vector list's tail matters less than it does alone: on `bench:scale`'s 100k and 1M KBs
+ * half the search list leaves the hybrid top 10 almost unchanged (see the README's scale
+ * section for the measured agreement) at about half the HNSW time, which bounded hybrid
+ * latency at 1M chunks.
+ */
+export const HYBRID_VECTOR_EFFORT = 0.5;
 
 /** Ranks and scores of one result at each stage, for `--explain`. */
 export interface ResultExplanation {
@@ -221,7 +239,12 @@ async function candidatesFor(
         const vector = await deps.embedQuery(kb.config, text);
         const search = restriction
           ? restrictedVectorSearch(deps, kb, store, collection, vector, vectorWant, restriction)
-          : store.search(collection, vector, { topK: vectorWant, scoreThreshold: r.vectorMinScore });
+          : store.search(collection, vector, {
+              topK: vectorWant,
+              scoreThreshold: r.vectorMinScore,
+              exact: options.exactVectors,
+              effort: options.vectorEffort ?? (mode === "vector_only" ? 1 : HYBRID_VECTOR_EFFORT),
+            });
         vectorSearch = search.then(
           (found) => ({ found }),
           (error: unknown) => ({ error }),

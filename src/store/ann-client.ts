@@ -95,6 +95,7 @@ export class AnnWorkerIndexes {
     vector: Float32Array,
     k: number,
     expansion?: number,
+    effort?: number,
   ): Promise<Candidates> {
     if (!this.isLarge(collection) || loadUsearch() === null) return undefined;
     const value = await this.request({
@@ -105,6 +106,7 @@ export class AnnWorkerIndexes {
       vector: Float32Array.from(vector),
       k,
       expansion,
+      effort,
     });
     return (value as number[] | null) ?? undefined;
   }

@@ -116,6 +116,11 @@ export function loadUsearch(): UsearchModule | null {
 export function autoExpansion(size: number, floor: number): number {
   return Math.max(floor, Math.min(AUTO_EXPANSION_MAX, Math.round(AUTO_EXPANSION_SCALE * Math.sqrt(size))));
 }
+/** A search effort as a factor: finite and positive, else 1. */
+function effortOf(effort: number): number {
+  return Number.isFinite(effort) && effort > 0 ? effort : 1;
+}
+
 /** Upper bound of {@link autoExpansion}. */
 export const AUTO_EXPANSION_MAX = 4000;
 /** ef per √size of {@link autoExpansion}. */
@@ -312,7 +317,9 @@ export class AnnIndexes {
   /**
    * Nearest-neighbour candidates (rowids) for `vector`, after bringing the index up
    * to date with the log; `undefined` when the collection is small enough (or the
-   * native module unavailable) that an exact scan should be used instead.
+   * native module unavailable) that an exact scan should be used instead. The search
+   * list is `expansion` when given, else the configured or automatic one times `effort`
+   * (default 1), at least `k`.
    */
   candidates(
     collection: string,
@@ -321,6 +328,7 @@ export class AnnIndexes {
     vector: Float32Array,
     k: number,
     expansion?: number,
+    effort = 1,
   ): Candidates {
     const loaded = this.ready(collection, dimension, metric);
     if (!loaded) return undefined;
@@ -328,7 +336,8 @@ export class AnnIndexes {
     if (size < this.opts.minRecords) return undefined;
     // usearch searches a list of max(expansion_search, wanted) entries, and the index is built
     // with a short one, so asking for ef results is the search list of this query.
-    const ef = expansion ?? this.opts.expansionSearch ?? autoExpansion(size, k);
+    const ef =
+      expansion ?? Math.round((this.opts.expansionSearch ?? autoExpansion(size, k)) * effortOf(effort));
     const result = loaded.index.search(vector, Math.min(Math.max(k, ef), size), 1);
     const out: number[] = [];
     for (const key of result.keys) {

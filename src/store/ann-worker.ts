@@ -33,6 +33,7 @@ export type AnnRequest =
       vector: Float32Array;
       k: number;
       expansion?: number;
+      effort?: number;
     }
   | { id: number; op: "sync"; collection: string; dimension: number; metric: Metric }
   | { id: number; op: "forget" | "isLoaded" | "indexedCount"; collection: string }
@@ -61,6 +62,7 @@ function main(): void {
               request.vector,
               request.k,
               request.expansion,
+              request.effort,
             ) ?? null;
           break;
         case "sync":

@@ -66,6 +66,13 @@ export interface VectorSearchOptions {
    * collections and very selective filters, HNSW with exact rescoring above).
    */
   exact?: boolean;
+  /**
+   * How hard an approximate index searches, relative to its default (1): the embedded
+   * store's HNSW search list is multiplied by it (never below the candidates it fetches),
+   * so 0.5 costs about half the time for a little recall. Hybrid searches pass
+   * `HYBRID_VECTOR_EFFORT` (retrieve/search.ts). Stores without such a setting ignore it.
+   */
+  effort?: number;
 }
 
 /** Collection description returned by {@link VectorStore.info}. */

@@ -162,6 +162,8 @@ export class SqliteVectorStore implements VectorStore {
           query.info.metric,
           vector,
           want,
+          undefined,
+          options.effort,
         );
         if (!candidates) break;
         const found = query.run(candidates);
@@ -188,6 +190,8 @@ export class SqliteVectorStore implements VectorStore {
           query.info.metric,
           vector,
           want,
+          undefined,
+          options.effort,
         );
         if (!candidates) break;
         const found = query.run(candidates);

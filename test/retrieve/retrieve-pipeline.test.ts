@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../../src/knowledge-layer.js";
 import {
   feedbackVariants,
+  HYBRID_VECTOR_EFFORT,
   isInstructionQuery,
   type PipelineReranker,
   type RetrievalDeps,
@@ -434,5 +435,37 @@ describe("advanced with an LLM query expander (OpenAI-compatible chat, local ser
     } finally {
       server.close();
     }
+  });
+});
+
+describe("vector search effort", () => {
+  it("hybrid modes search vectors with HYBRID_VECTOR_EFFORT, vector_only with 1; options override both", async () => {
+    const kb = await kl.getKb("garden");
+    const seen: { effort?: number; exact?: boolean }[] = [];
+    const store = {
+      hasCollection: async () => true,
+      search: async (_c: string, _v: Float32Array, o: { effort?: number; exact?: boolean }) => {
+        seen.push({ effort: o.effort, exact: o.exact });
+        return [];
+      },
+    };
+    const withStore: RetrievalDeps = {
+      ...deps(),
+      store: async () => store as unknown as Awaited<ReturnType<RetrievalDeps["store"]>>,
+      embedQuery: async () => Float32Array.of(1, 0, 0),
+    };
+    await retrieve(withStore, [kb], "full sun", { mode: "hybrid", topK: 3 });
+    await retrieve(withStore, [kb], "full sun", { mode: "hybrid_rerank", topK: 3 });
+    await retrieve(withStore, [kb], "full sun", { mode: "vector_only", topK: 3 });
+    await retrieve(withStore, [kb], "full sun", { mode: "hybrid", topK: 3, vectorEffort: 2 });
+    await retrieve(withStore, [kb], "full sun", { mode: "vector_only", topK: 3, exactVectors: true });
+    expect(seen).toEqual([
+      { effort: HYBRID_VECTOR_EFFORT, exact: undefined },
+      { effort: HYBRID_VECTOR_EFFORT, exact: undefined },
+      { effort: 1, exact: undefined },
+      { effort: 2, exact: undefined },
+      { effort: 1, exact: true },
+    ]);
+    expect(HYBRID_VECTOR_EFFORT).toBe(0.5);
   });
 });

@@ -1,4 +1,5 @@
 import { readdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { setAnnWarn, setUsearchLoader } from "../../src/store/ann-index.js";
@@ -257,6 +258,41 @@ describe.each([
       await store.search("kb", q, { topK: 10, exact: true }),
     );
     expect(store.ann).toBeUndefined();
+  });
+
+  it("effort scales the HNSW search list (at least the candidates fetched); rescored hits keep exact scores", async () => {
+    const real = createRequire(import.meta.url)("usearch") as { Index: new (...a: never[]) => object };
+    const lists: number[] = [];
+    class Spy extends (real.Index as new (
+      ...a: unknown[]
+    ) => { search(v: Float32Array, n: number, t: number): unknown }) {
+      override search(v: Float32Array, n: number, t: number): unknown {
+        lists.push(n);
+        return super.search(v, n, t);
+      }
+    }
+    const previousLoader = setUsearchLoader(() => ({ ...real, Index: Spy }) as never);
+    try {
+      const db = openDatabase(newDir());
+      const store = new SqliteVectorStore(db, { ann: { ...ANN, worker: false } });
+      opened.push({ db, store });
+      const make = generator(11);
+      await store.createCollection("kb", DIM, "cosine");
+      await store.addBatch("kb", records(make, 0, 500));
+      const q = make();
+      const exact = new Map(
+        (await store.search("kb", q, { topK: 10, exact: true })).map((h) => [h.id, h.score]),
+      );
+      lists.length = 0;
+      for (const effort of [undefined, 2, 0.5]) {
+        const hits = await store.search("kb", q, { topK: 10, effort });
+        for (const h of hits) if (exact.has(h.id)) expect(h.score).toBeCloseTo(exact.get(h.id) ?? 0, 5);
+      }
+      // 500 vectors: automatic list round(2.5 × √500) = 56; 10 hits fetch 40 candidates.
+      expect(lists).toEqual([56, 112, 40]);
+    } finally {
+      setUsearchLoader(previousLoader);
+    }
   });
 
   it("falls back to exact search, with one warning, when the native module cannot be loaded", async () => {
