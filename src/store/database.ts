@@ -482,6 +482,9 @@ function convertPostings(db: Db): void {
   db.exec("DROP TABLE postings");
 }
 
+/** Free pages {@link releaseFreePages} gives back per call: 16,384 pages of 16 KiB, 256 MiB. */
+const RELEASE_PAGES_PER_CLOSE = 16_384;
+
 /**
  * Gives a database's free pages back to the file system, shrinking the file (files created
  * with incremental auto-vacuum, see openDatabase; others keep their free list for reuse).
@@ -490,11 +493,13 @@ function convertPostings(db: Db): void {
  * a busy or read-only database is left as it is.
  */
 export function releaseFreePages(db: Db): void {
+  // At most RELEASE_PAGES_PER_CLOSE pages a call, so closing after a large delete stays quick;
+  // the rest goes at later closes (or is reused by later writes).
   try {
     if (!db.open || db.readonly || db.inTransaction) return;
     if (db.pragma("auto_vacuum", { simple: true }) !== 2) return;
     if ((db.pragma("freelist_count", { simple: true }) as number) === 0) return;
-    db.pragma("incremental_vacuum");
+    db.pragma(`incremental_vacuum(${RELEASE_PAGES_PER_CLOSE})`);
   } catch {
     // Busy (another connection writes) or read-only: the pages stay free for reuse.
   }
