@@ -89,6 +89,7 @@ export {
 export { normalizeScores, reciprocalRankFusion, weightedScoreFusion } from "./retrieve/fusion.js";
 export {
   feedbackVariants,
+  HYBRID_VECTOR_EFFORT,
   isInstructionQuery,
   type KbRetrievalOverrides,
   type PipelineReranker,

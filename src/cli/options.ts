@@ -168,6 +168,7 @@ export function embeddingOption(o: {
   embeddingUrl?: string;
   embeddingApiKeyEnv?: string;
   embeddingDimension?: number;
+  embeddingEncoding?: string;
 }): Partial<KnowledgeBaseConfig["embedding"]> {
   const out: Record<string, unknown> = {};
   if (o.embeddingProvider) out.provider = o.embeddingProvider;
@@ -179,6 +180,7 @@ export function embeddingOption(o: {
     out.apiKey = key;
   }
   if (o.embeddingDimension !== undefined) out.dimension = o.embeddingDimension;
+  if (o.embeddingEncoding) out.encodingFormat = o.embeddingEncoding;
   return out as Partial<KnowledgeBaseConfig["embedding"]>;
 }
 

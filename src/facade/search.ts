@@ -73,6 +73,10 @@ export async function search(
       `unknown search mode "${String(options.mode)}"; use one of ${RETRIEVAL_MODES.join(", ")}`,
     );
   }
+  const effort = options.vectorEffort;
+  if (effort !== undefined && !(typeof effort === "number" && Number.isFinite(effort) && effort > 0)) {
+    throw new KnowledgeLayerError(`vectorEffort must be a positive number (got ${JSON.stringify(effort)})`);
+  }
   const topK = options.topK ?? first.config.retrieval.topK;
   if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) {
     throw new KnowledgeLayerError(`top-k must be an integer from 1 to ${MAX_TOP_K} (got ${topK})`);

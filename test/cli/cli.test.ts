@@ -317,6 +317,28 @@ describe("kl kb: vector stores and embedding providers", () => {
     );
     expect(noBase.code).toBe(1);
     expect(noBase.stderr).toMatch(/knowledge base "no-base": embedding: .*baseUrl/);
+    const base64 = kl(
+      "kb",
+      "create",
+      "b64",
+      "--embedding-provider",
+      "openai-compatible",
+      "--embedding-url",
+      "http://127.0.0.1:9/v1",
+      "--embedding-model",
+      "m",
+      "--embedding-dimension",
+      "8",
+      "--embedding-encoding",
+      "base64",
+    );
+    expect(base64.code).toBe(0);
+    expect(JSON.parse(kl("kb", "show", "b64", "--json").stdout).config.embedding.encodingFormat).toBe(
+      "base64",
+    );
+    const badEncoding = kl("kb", "create", "hex", "--embedding-encoding", "hex");
+    expect(badEncoding.code).toBe(2);
+    expect(badEncoding.stderr).toMatch(/--embedding-encoding.*hex/);
   });
 
   it("migrates a KB to another collection, verified, and says what it did", () => {

@@ -467,5 +467,11 @@ describe("vector search effort", () => {
       { effort: 1, exact: true },
     ]);
     expect(HYBRID_VECTOR_EFFORT).toBe(0.5);
+    // Through the facade, a vectorEffort that is not a positive number is refused by name.
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, "2"]) {
+      await expect(kl.search("full sun", { kbs: ["garden"], vectorEffort: bad as number })).rejects.toThrow(
+        /vectorEffort must be a positive number/,
+      );
+    }
   });
 });

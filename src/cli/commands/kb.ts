@@ -73,6 +73,12 @@ export function registerKbCommands(program: Command): void {
       "expected vector length (also sent to models that accept it)",
       int("--embedding-dimension"),
     )
+    .addOption(
+      new Option(
+        "--embedding-encoding <format>",
+        "openai, openai-compatible: encoding_format of the requests (default float; base64 where the server supports it)",
+      ).choices(["float", "base64"]),
+    )
     .option("--mode <mode>", `default retrieval strategy: ${RETRIEVAL_MODES.join(", ")}`, parseMode)
     .option("--top-k <n>", "results returned by default (default 5)", int("--top-k", 1, MAX_TOP_K))
     .addOption(
@@ -245,6 +251,12 @@ export function registerKbCommands(program: Command): void {
     .option("--embedding-url <url>", "endpoint base URL (openai-compatible, TEI, proxies)")
     .option("--embedding-api-key-env <name>", "environment variable holding the endpoint's API key")
     .option("--embedding-dimension <n>", "expected vector length", int("--embedding-dimension"))
+    .addOption(
+      new Option(
+        "--embedding-encoding <format>",
+        "openai, openai-compatible: encoding_format of the requests",
+      ).choices(["float", "base64"]),
+    )
     .option("--keep-old", "keep the old model's collection")
     .option("--json", "print the result as JSON")
     .action(async (name: string, o, command: Command) => {
