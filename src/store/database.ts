@@ -399,9 +399,9 @@ function migrate(db: Db, from: number): void {
  * Schema 7 → 8: the `embedding_cache` table (provider and model text, a 64-character hex
  * SHA-256 and a (collection, id) reference in every row and again in its index: ~350 bytes
  * per cached chunk) becomes `embedding_entries` keyed by an `embedding_models` id and the
- * first 16 bytes of the SHA-256 (text entries keep their keys), with references as `vec_records` rowids (~70 bytes per
- * chunk). References whose record is gone are dropped; text entries keep their keys. The
- * old name stays as a read-only view for diagnostics.
+ * first 16 bytes of the SHA-256, with references as `vec_records` rowids (~70 bytes per row,
+ * ~110 per chunk with the index). References whose record is gone are dropped; text entries
+ * (LLM-written contexts) keep their keys. The old name stays as a read-only view.
  */
 function compactEmbeddingCache(db: Db): void {
   const old = db
