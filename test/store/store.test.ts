@@ -218,7 +218,7 @@ describe("embedded database", () => {
       expect(db.pragma("freelist_count", { simple: true })).toBe(0);
       db.pragma("wal_checkpoint(TRUNCATE)");
       expect(statSync(`${dir}/kl.db`).size).toBeLessThan(full / 4);
-      // Read-only connections and databases without free pages are left alone.
+      // With no free pages left, a second call is a no-op.
       releaseFreePages(db);
     } finally {
       db.close();
