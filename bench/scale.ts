@@ -991,6 +991,15 @@ async function main(): Promise<void> {
       let ingest: IngestResult;
       if (reuse !== undefined && existsSync(ingestFile) && existsSync(dataDir)) {
         ingest = JSON.parse(readFileSync(ingestFile, "utf8")) as IngestResult;
+        // The KB points at the embedding server of the run that ingested it; this run's
+        // server listens on another port (the stored vectors stay valid: same model).
+        {
+          const db = openDatabase(dataDir);
+          db.prepare(
+            "UPDATE kbs SET config = json_set(config, '$.embedding.baseUrl', ?) WHERE name = ?",
+          ).run(server.baseUrl, KB);
+          db.close();
+        }
         if (ingest.textBytes === undefined) {
           const db = openDatabase(dataDir);
           ingest.textBytes = Number(
