@@ -29,12 +29,17 @@
  *   groups, in a child process (its own peak RSS). chunks/s = chunks / (ingest
  *   wall time − embedding time), where embedding time is the wall time during
  *   which an HTTP request to the embedding server was in flight (ingest awaits
- *   each batch, so nothing else of ours runs then). Extraction of the base
- *   documents happens once before the timer and is reported on its own line.
+ *   each batch, so nothing else of ours runs then). The base documents are
+ *   extracted once, by the main process, into `base-corpus.jsonl` in the run's
+ *   folder (reported on its own line); the ingest process reads that file one
+ *   document at a time, as a process ingesting files one after another would.
  * - bytes/chunk: every file of the data directory (kl.db, WAL, …) after the
  *   ingest process closed it, divided by the chunk count.
  * - RSS: peak resident set (`process.resourceUsage().maxRSS`) of the ingest
- *   process and of a separate search process, shown as `ingest/search`.
+ *   process and of a separate search process, shown as `ingest/search`. (Before
+ *   2026-12-07 the ingest process extracted the base corpus itself and kept all of
+ *   it in memory, ~21 M chars, which raised its peak by the extractors' memory and
+ *   by the corpus times the heap's growth between major collections.)
  * - Search: in a fresh process, result cache off (`cache: none`), each query
  *   searched once per mode (keyword, vector_only, hybrid; topK 10,
  *   keepDuplicates, default candidate counts) after 5 unmeasured warm-up
@@ -190,6 +195,55 @@ interface BaseCorpus {
   failed: number;
 }
 
+/** Figures of the base corpus, the first line of its JSONL file (see {@link writeBaseCorpus}). */
+type BaseCorpusHeader = Omit<BaseCorpus, "docs"> & { documents: number };
+
+/**
+ * Extracts the base corpus (in the calling process) and writes it to `file` as JSONL: a
+ * header line with its figures, then one document per line. The ingest process reads it
+ * one document at a time ({@link BaseCorpusReader}), so neither the extractors' memory
+ * (PDF parsing, HTML conversion) nor the whole corpus is part of its peak RSS: it holds
+ * what a process ingesting files one after another holds.
+ */
+async function writeBaseCorpus(file: string): Promise<BaseCorpusHeader> {
+  const base = await loadBase();
+  const header: BaseCorpusHeader = {
+    documents: base.docs.length,
+    files: base.files,
+    chars: base.chars,
+    extractMs: base.extractMs,
+    failed: base.failed,
+  };
+  const lines = [JSON.stringify(header), ...base.docs.map((d) => JSON.stringify(d))];
+  writeFileSync(file, `${lines.join("\n")}\n`);
+  return header;
+}
+
+/** Reads a {@link writeBaseCorpus} file document by document, starting over at its end. */
+class BaseCorpusReader {
+  private readonly bytes: Buffer;
+  private readonly first: number;
+  private at: number;
+  readonly header: BaseCorpusHeader;
+
+  constructor(file: string) {
+    this.bytes = readFileSync(file);
+    this.first = this.bytes.indexOf(10) + 1;
+    this.header = JSON.parse(this.bytes.toString("utf8", 0, this.first - 1)) as BaseCorpusHeader;
+    this.at = this.first;
+  }
+
+  /** The next document, and whether it is the corpus's last one. */
+  next(): { doc: ExtractedDocument; last: boolean } {
+    const end = this.bytes.indexOf(10, this.at);
+    const doc = JSON.parse(this.bytes.toString("utf8", this.at, end)) as ExtractedDocument;
+    this.at = end + 1;
+    const last = this.at >= this.bytes.length;
+    if (last) this.at = this.first;
+    return { doc, last };
+  }
+}
+
 function beirDocs(set: string): ExtractedDocument[] {
   const lines = readFileSync(join(SHARED, "ir", set, "corpus.jsonl"), "utf8").split("\n");
   const out: ExtractedDocument[] = [];
@@ -308,6 +362,8 @@ function loadQueries(n: number): { measured: string[]; warmup: string[] } {
 
 interface IngestJob {
   dataDir: string;
+  /** The base corpus as JSONL ({@link writeBaseCorpus}). */
+  corpusFile: string;
   target: number;
   baseUrl: string;
 }
@@ -341,11 +397,8 @@ function bytesWritten(): number {
 }
 
 async function roleIngest(job: IngestJob): Promise<IngestResult> {
-  const base = await loadBase();
-  log(
-    `base corpus: ${base.docs.length} documents (${base.files} files extracted in ${duration(base.extractMs)}, ` +
-      `${base.failed} failed; SciFact and Cranfield from JSONL), ${(base.chars / 1e6).toFixed(1)} M chars`,
-  );
+  const corpus = new BaseCorpusReader(job.corpusFile);
+  const base = corpus.header;
   installEmbedClock(job.baseUrl);
   const kl = KnowledgeLayer.open({ dataDir: job.dataDir, cache: { type: "none" } });
   let closed = false;
@@ -378,10 +431,10 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
       const want = Math.max(1, Math.min(200, Math.ceil(remaining / perDoc)));
       const group: ExtractedDocument[] = [];
       while (group.length < want) {
-        const doc = base.docs[index] as ExtractedDocument;
+        const { doc, last } = corpus.next();
         group.push(copyDoc(doc, copy));
         index++;
-        if (index === base.docs.length) {
+        if (last) {
           index = 0;
           copy++;
         }
@@ -414,7 +467,7 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
       chunks,
       documents,
       copies: copy + (index > 0 ? 1 : 0),
-      baseDocs: base.docs.length,
+      baseDocs: base.documents,
       baseFiles: base.files,
       baseChars: base.chars,
       extractMs: base.extractMs,
@@ -980,6 +1033,8 @@ async function main(): Promise<void> {
     });
   }
   const rows: Row[] = [];
+  // Extracted once, by this process, for every size's ingest (see writeBaseCorpus).
+  const corpusFile = join(root, "base-corpus.jsonl");
   try {
     server = await startHashEmbeddingServer();
     log(`embedding server at ${server.baseUrl}; data under ${root}; ${measured.length} queries`);
@@ -995,9 +1050,10 @@ async function main(): Promise<void> {
         // server listens on another port (the stored vectors stay valid: same model).
         {
           const db = openDatabase(dataDir);
-          db.prepare(
-            "UPDATE kbs SET config = json_set(config, '$.embedding.baseUrl', ?) WHERE name = ?",
-          ).run(server.baseUrl, KB);
+          db.prepare("UPDATE kbs SET config = json_set(config, '$.embedding.baseUrl', ?) WHERE name = ?").run(
+            server.baseUrl,
+            KB,
+          );
           db.close();
         }
         if (ingest.textBytes === undefined) {
@@ -1013,8 +1069,16 @@ async function main(): Promise<void> {
         log(`=== ${fmtSize(size)} chunks: reusing ${dataDir} (ingest figures from ${ingestFile}) ===`);
       } else {
         log(`=== ${fmtSize(size)} chunks: ingest ===`);
+        if (!existsSync(corpusFile)) {
+          const header = await writeBaseCorpus(corpusFile);
+          log(
+            `base corpus: ${header.documents} documents (${header.files} files extracted in ${duration(header.extractMs)}, ` +
+              `${header.failed} failed; SciFact and Cranfield from JSONL), ${(header.chars / 1e6).toFixed(1)} M chars, in ${corpusFile}`,
+          );
+        }
         ingest = await runChild<IngestResult>("ingest", {
           dataDir,
+          corpusFile,
           target: size,
           baseUrl: server.baseUrl,
         } satisfies IngestJob);
