@@ -36,10 +36,12 @@
  * - bytes/chunk: every file of the data directory (kl.db, WAL, …) after the
  *   ingest process closed it, divided by the chunk count.
  * - RSS: peak resident set (`process.resourceUsage().maxRSS`) of the ingest
- *   process and of a separate search process, shown as `ingest/search`. (Before
- *   2026-12-07 the ingest process extracted the base corpus itself and kept all of
- *   it in memory, ~21 M chars, which raised its peak by the extractors' memory and
- *   by the corpus times the heap's growth between major collections.)
+ *   process (taken when `close()` has returned) and of a separate search process,
+ *   shown as `ingest/search`. (Before 2026-12-07 the ingest process extracted the
+ *   base corpus itself and kept all of it in memory, ~21 M chars, which raised its
+ *   peak by the extractors' memory and by the corpus times the heap's growth between
+ *   major collections; and it summed the chunk text bytes itself after closing, through
+ *   a fresh connection's page cache.)
  * - Search: in a fresh process, result cache off (`cache: none`), each query
  *   searched once per mode (keyword, vector_only, hybrid; topK 10,
  *   keepDuplicates, default candidate counts) after 5 unmeasured warm-up
@@ -455,14 +457,9 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
     const wallMs = performance.now() - started;
     const cpu = process.cpuUsage(cpu0);
     const writtenBytes = bytesWritten() - written0;
-    const db = openDatabase(job.dataDir);
-    const textBytes = Number(
-      db
-        .prepare("SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks WHERE kb = ?")
-        .pluck()
-        .get(KB),
-    );
-    db.close();
+    // The peak so far; the chunk text bytes are summed by the main process afterwards (that
+    // query's page cache is the benchmark's, not the ingest's).
+    const maxRssKb = process.resourceUsage().maxRSS;
     return {
       chunks,
       documents,
@@ -473,10 +470,9 @@ async function roleIngest(job: IngestJob): Promise<IngestResult> {
       extractMs: base.extractMs,
       wallMs,
       embedMs: embedMs(),
-      maxRssKb: process.resourceUsage().maxRSS,
+      maxRssKb,
       cpuMs: (cpu.user + cpu.system) / 1000,
       writtenBytes,
-      textBytes,
     };
   } finally {
     if (!closed) await kl.close();
@@ -1056,16 +1052,6 @@ async function main(): Promise<void> {
           );
           db.close();
         }
-        if (ingest.textBytes === undefined) {
-          const db = openDatabase(dataDir);
-          ingest.textBytes = Number(
-            db
-              .prepare("SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks WHERE kb = ?")
-              .pluck()
-              .get(KB),
-          );
-          db.close();
-        }
         log(`=== ${fmtSize(size)} chunks: reusing ${dataDir} (ingest figures from ${ingestFile}) ===`);
       } else {
         log(`=== ${fmtSize(size)} chunks: ingest ===`);
@@ -1082,6 +1068,17 @@ async function main(): Promise<void> {
           target: size,
           baseUrl: server.baseUrl,
         } satisfies IngestJob);
+      }
+      if (ingest.textBytes === undefined) {
+        // Summed here, not in the ingest process: this query's page cache is not the ingest's.
+        const db = openDatabase(dataDir);
+        ingest.textBytes = Number(
+          db
+            .prepare("SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks WHERE kb = ?")
+            .pluck()
+            .get(KB),
+        );
+        db.close();
         writeFileSync(ingestFile, JSON.stringify(ingest));
       }
       const bytes = dirBytes(dataDir);
