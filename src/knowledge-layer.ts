@@ -37,6 +37,7 @@ import type {
 import { type IngestSummary, ingestDocuments, ingestPaths } from "./ingest/pipeline.js";
 import type { Reranker } from "./rerank/index.js";
 import type { Bm25Index } from "./retrieve/bm25.js";
+import { ParallelBm25Search } from "./retrieve/bm25-parallel.js";
 import type { Filter } from "./retrieve/filter.js";
 import type { PipelineReranker, QueryExpander } from "./retrieve/search.js";
 import type { Agent, AgentInput, AgentPatch, AttachmentRetrievalConfig } from "./store/agents.js";
@@ -111,6 +112,8 @@ export class KnowledgeLayer {
   private readonly stores = new Map<string, Promise<VectorStore>>();
   /** The BM25 keyword index. Internal, like {@link catalog}. */
   readonly bm25: Bm25Index;
+  /** Keyword search of large KBs on two threads (`retrieve/bm25-parallel.ts`). */
+  private readonly keywordSearch: ParallelBm25Search;
   /**
    * The catalog behind the contract of `store/catalog-contract.ts` (the embedded SQLite
    * database today). The facade's asynchronous operations go through it.
@@ -136,11 +139,13 @@ export class KnowledgeLayer {
     this.catalog = this.backend.catalog;
     this.store = new SqliteVectorStore(db);
     this.bm25 = this.backend.bm25;
+    this.keywordSearch = new ParallelBm25Search(db, this.bm25);
     this.parts = {
       db,
       catalog: this.catalog,
       store: this.store,
       bm25: this.bm25,
+      keywordSearch: this.keywordSearch,
       backend: this.backend,
       jobs: this.backend.jobRows,
       cache,
@@ -190,11 +195,12 @@ export class KnowledgeLayer {
     } catch {
       // An unsaved approximate index is rebuilt from the log on the next open.
     }
+    const keywordWorker = this.keywordSearch.close().catch(() => undefined);
     releaseFreePages(this.db);
     this.db.close();
     const stores = [...this.stores.values()];
     this.stores.clear();
-    await Promise.allSettled([indexes, ...stores.map(async (s) => (await s).close()), this.cache.close()]);
+    await Promise.allSettled([indexes, keywordWorker, ...stores.map(async (s) => (await s).close()), this.cache.close()]);
   }
 
   /**

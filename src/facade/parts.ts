@@ -8,6 +8,7 @@ import type { ChunkSituator } from "../chunk/llm-context.js";
 import type { KnowledgeBaseConfig } from "../config.js";
 import type { CachedEmbedder } from "../embed/cache.js";
 import type { Bm25Index } from "../retrieve/bm25.js";
+import type { ParallelBm25Search } from "../retrieve/bm25-parallel.js";
 import type { PipelineReranker, QueryExpander } from "../retrieve/search.js";
 import type { Catalog, KbRecord } from "../store/catalog.js";
 import type { VectorStore } from "../store/contract.js";
@@ -25,6 +26,8 @@ export interface FacadeParts {
   readonly store: SqliteVectorStore;
   /** The BM25 keyword index. */
   readonly bm25: Bm25Index;
+  /** The keyword search of large KBs on two threads (over {@link bm25}). */
+  readonly keywordSearch: ParallelBm25Search;
   /** The catalog behind the contract of `store/catalog-contract.ts`. */
   readonly backend: SqliteCatalogBackend;
   /** The ingest jobs' rows (synchronous, for the ingest transaction). */

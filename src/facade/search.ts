@@ -122,6 +122,8 @@ export async function search(
       catalog: parts.catalog,
       store: (config) => parts.vectorStore(config),
       bm25: parts.bm25,
+      keywordSearch: (kb, query, topK, params, allowed) =>
+        parts.keywordSearch.search(kb, query, topK, params, allowed),
       collection: collectionOf,
       embedQuery: (config, text) => {
         const key = `${config.embedding.provider}/${config.embedding.model}\u0000${text}`;

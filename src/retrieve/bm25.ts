@@ -279,9 +279,10 @@ export class Bm25Index {
       "INSERT INTO kw_segments (kb, seg, chunks, min_id, max_id) VALUES (?, ?, ?, ?, ?)",
     );
     this.deleteSegment = db.prepare("DELETE FROM kw_segments WHERE kb = ? AND seg = ?");
+    // The blocks of a term in the segments that lie inside a chunk-id range (a search part).
     this.termBlocks = db
       .prepare(
-        "SELECT last_id, max_tf, min_len, data FROM kw_seg_blocks WHERE kb = ? AND seg IN (SELECT seg FROM kw_segments WHERE kb = ?) AND term = ?",
+        "SELECT last_id, max_tf, min_len, data FROM kw_seg_blocks WHERE kb = ? AND seg IN (SELECT seg FROM kw_segments WHERE kb = ? AND min_id >= ? AND max_id <= ?) AND term = ?",
       )
       .raw();
     this.blockAt = db
@@ -726,17 +727,6 @@ export class Bm25Index {
     return this.readSegments(kb).length;
   }
 
-  /** Pending postings of `kb` by term, parsed once per state of the KB. */
-  private pending(kb: string, statsState: string): Map<string, PostingList> {
-    return this.pendingEntry(kb, statsState).lists;
-  }
-
-  /** Smallest and largest pending chunk id of `kb` (+∞ and 0 when none is pending). */
-  private pendingRange(kb: string, statsState: string): { min: number; max: number } {
-    const { min, max } = this.pendingEntry(kb, statsState);
-    return { min, max };
-  }
-
   private pendingEntry(kb: string, statsState: string): PendingEntry {
     const state = `${statsState}:${this.pendingState.get(kb) as string}`;
     const cached = this.pendingCache.get(kb);
@@ -800,12 +790,33 @@ export class Bm25Index {
     params: Bm25Params,
     allowed?: ReadonlySet<number>,
   ): Bm25Hit[] {
+    return this.searchPart(kb, query, topK, params, allowed).hits;
+  }
+
+  /**
+   * {@link search} over the chunks whose ids lie in `part` only (all of them when it is
+   * absent), with the whole KB's statistics, so the union of the parts' top k, re-ranked
+   * ({@link mergeBm25Hits}), is the KB's top k: searches of disjoint parts can run on
+   * several threads. `part` must not cut a segment (see {@link searchParts}). Also returns the
+   * state of the KB the search saw (statistics, segments and pending rows): parts searched
+   * by different connections agree only when their states are equal.
+   * @throws RangeError when `part` cuts a segment.
+   */
+  searchPart(
+    kb: string,
+    query: string,
+    topK: number,
+    params: Bm25Params,
+    allowed?: ReadonlySet<number>,
+    part: IdRange = WHOLE_RANGE,
+  ): { hits: Bm25Hit[]; state: string } {
+    const none = { hits: [], state: "" };
     const queryTerms = termFrequencies(tokenize(query, analyzerOptions(params.analyzer ?? "english")));
-    if (queryTerms.size === 0 || !(topK > 0) || allowed?.size === 0) return [];
+    if (queryTerms.size === 0 || !(topK > 0) || allowed?.size === 0) return none;
     const stats = this.statsOf.get(kb) as
       | { chunks: number; body_tokens: number; title_tokens: number; version: number }
       | undefined;
-    if (!stats || stats.chunks <= 0) return [];
+    if (!stats || stats.chunks <= 0) return none;
     const state = `${stats.version}:${stats.chunks}:${stats.body_tokens}:${stats.title_tokens}`;
     let cached = this.dfCache.get(kb);
     if (!cached || cached.state !== state || cached.df.size > DF_CACHE_TERMS) {
@@ -813,8 +824,22 @@ export class Bm25Index {
       this.dfCache.set(kb, cached);
     }
     const dfs = cached.df;
-    const pending = this.pending(kb, state);
-    const segments = this.segments(kb, state);
+    const whole = part === WHOLE_RANGE;
+    const allSegments = this.segments(kb, state);
+    const segments = whole
+      ? allSegments
+      : allSegments.filter((seg) => {
+          const inside = seg.minId >= part.from && seg.maxId <= part.to;
+          if (!inside && seg.maxId >= part.from && seg.minId <= part.to) {
+            throw new RangeError(
+              `keyword search part ${part.from}…${part.to} cuts segment ${seg.seg} (${seg.minId}…${seg.maxId})`,
+            );
+          }
+          return inside;
+        });
+    const pendingEntry = this.pendingEntry(kb, state);
+    const pending = whole ? pendingEntry.lists : pendingInRange(pendingEntry.lists, queryTerms, part);
+    const fullState = `${pendingEntry.state}:${allSegments.length}`;
     const N = stats.chunks;
     const titleWeight = params.titleWeight ?? DEFAULT_BM25_PARAMS.titleWeight;
     const k1 = params.k1;
@@ -838,14 +863,15 @@ export class Bm25Index {
     }
     const documentWeight = params.documentWeight ?? DEFAULT_BM25_PARAMS.documentWeight;
     if (documentWeight > 0) {
-      const fixed = this.profileScores(kb, state, queryTerms, params, documentWeight);
+      let fixed = this.profileScores(kb, state, queryTerms, params, documentWeight);
+      if (!whole) fixed = new Map([...fixed].filter(([id]) => id >= part.from && id <= part.to));
       if (fixed.size > 0) {
         let max = 0;
         for (const v of fixed.values()) max = Math.max(max, v);
         lists.push({ term: "", weight: 1, avg: 0, idf: 0, df: fixed.size, bound: max * (1 + 1e-12), fixed });
       }
     }
-    if (lists.length === 0) return [];
+    if (lists.length === 0) return none;
     lists.sort((x, y) => y.bound - x.bound || x.df - y.df);
     // rest[i]: the most lists i… can add to any chunk's score.
     const rest = new Array<number>(lists.length + 1).fill(0);
@@ -861,9 +887,8 @@ export class Bm25Index {
       if (seg.minId < low) low = seg.minId;
       if (seg.maxId > high) high = seg.maxId;
     }
-    const pendingRange = this.pendingRange(kb, state);
-    if (pendingRange.min < low) low = pendingRange.min;
-    if (pendingRange.max > high) high = pendingRange.max;
+    if (pendingEntry.min < low) low = pendingEntry.min;
+    if (pendingEntry.max > high) high = pendingEntry.max;
     for (const list of lists) {
       if (!list.fixed) continue;
       for (const id of list.fixed.keys()) {
@@ -871,13 +896,46 @@ export class Bm25Index {
         if (id > high) high = id;
       }
     }
-    if (!(high >= low)) return [];
+    if (low < part.from) low = part.from;
+    if (high > part.to) high = part.to;
+    if (!(high >= low)) return { hits: [], state: fullState };
     const run = this.scratch.begin(low, high - low + 1, topK);
     try {
-      return this.maxScore(kb, lists, rest, topK, params, run, pending, segments, allowed);
+      return {
+        hits: this.maxScore(kb, lists, rest, topK, params, run, pending, segments, allowed, part),
+        state: fullState,
+      };
     } finally {
       run.reset();
     }
+  }
+
+  /**
+   * Cuts the chunk ids of `kb` into `count` parts of about equal size for {@link searchPart},
+   * along segment boundaries (no segment is cut); pending chunks go to the part holding their
+   * ids. Fewer parts (one, the whole range) come back when the segments do not allow more
+   * (few segments, or id ranges overlapping after deletes and merges).
+   */
+  searchParts(kb: string, count: number): IdRange[] {
+    const segments = [...this.readSegments(kb)].sort((x, y) => x.minId - y.minId);
+    const total = segments.reduce((sum, seg) => sum + seg.chunks, 0);
+    const parts: IdRange[] = [];
+    let from = WHOLE_RANGE.from;
+    let seen = 0;
+    let reach = 0;
+    for (let i = 0; i < segments.length - 1 && parts.length < count - 1; i++) {
+      const seg = segments[i] as Segment;
+      seen += seg.chunks;
+      reach = Math.max(reach, seg.maxId);
+      const next = segments[i + 1] as Segment;
+      // A boundary lies between segment i and i + 1 when no earlier segment reaches past it.
+      if (reach < next.minId && seen >= (total * (parts.length + 1)) / count) {
+        parts.push({ from, to: next.minId - 1 });
+        from = next.minId;
+      }
+    }
+    parts.push({ from, to: WHOLE_RANGE.to });
+    return parts;
   }
 
   /**
@@ -895,6 +953,7 @@ export class Bm25Index {
     pending: Map<string, PostingList>,
     segments: readonly Segment[],
     allowed: ReadonlySet<number> | undefined,
+    part: IdRange,
   ): Bm25Hit[] {
     const { acc, low } = run;
     const k1 = params.k1;
@@ -914,7 +973,13 @@ export class Bm25Index {
       }
       const scorer = termScorer(list, k1, b);
       const after = rest[i + 1] as number;
-      for (const [lastId, maxTf, minLen, data] of this.termBlocks.all(kb, kb, list.term) as BlockRow[]) {
+      for (const [lastId, maxTf, minLen, data] of this.termBlocks.all(
+        kb,
+        kb,
+        part.from,
+        part.to,
+        list.term,
+      ) as BlockRow[]) {
         // Block-max (Ding & Suel 2011): when even the block's best posting plus every list
         // after it stays under the k-th score, no chunk first seen here can reach the top k,
         // so only chunks already scored gain, and a block holding none of them is skipped
@@ -974,7 +1039,13 @@ export class Bm25Index {
           run.markOnly(candidates);
           marked = true;
         }
-        for (const [lastId, , , data] of this.termBlocks.all(kb, kb, list.term) as BlockRow[]) {
+        for (const [lastId, , , data] of this.termBlocks.all(
+          kb,
+          kb,
+          part.from,
+          part.to,
+          list.term,
+        ) as BlockRow[]) {
           if (run.anyScored(firstId(data) - low, lastId - low)) {
             accumulateBlock(data, run, scorer, undefined, true);
             this.searchStats.blocksCompleted++;
@@ -992,6 +1063,53 @@ export class Bm25Index {
     }
     return hits.sort((x, y) => y.score - x.score || x.chunkId - y.chunkId).slice(0, topK);
   }
+}
+
+/** A range of chunk ids, both ends included: a part of a keyword search. */
+export interface IdRange {
+  from: number;
+  to: number;
+}
+
+/** Every chunk id. */
+const WHOLE_RANGE: IdRange = Object.freeze({ from: 0, to: Number.MAX_SAFE_INTEGER });
+
+/** The pending postings of the query's terms with ids in `part`. */
+function pendingInRange(
+  lists: ReadonlyMap<string, PostingList>,
+  terms: ReadonlyMap<string, number>,
+  part: IdRange,
+): Map<string, PostingList> {
+  const out = new Map<string, PostingList>();
+  const keep = (term: string) => {
+    const list = lists.get(term);
+    if (!list) return;
+    const kept = emptyList();
+    for (let p = 0; p < list.ids.length; p++) {
+      const id = list.ids[p] as number;
+      if (id < part.from || id > part.to) continue;
+      kept.ids.push(id);
+      kept.tfs.push(list.tfs[p] as number);
+      kept.lens.push(list.lens[p] as number);
+    }
+    if (kept.ids.length > 0) out.set(term, kept);
+  };
+  for (const term of terms.keys()) {
+    keep(term);
+    keep(TITLE_FIELD_PREFIX + term);
+  }
+  return out;
+}
+
+/**
+ * The best `topK` of several parts' hits ({@link Bm25Index.searchPart}), by score descending
+ * then chunk id ascending, as one search gives.
+ */
+export function mergeBm25Hits(parts: readonly (readonly Bm25Hit[])[], topK: number): Bm25Hit[] {
+  return parts
+    .flat()
+    .sort((x, y) => y.score - x.score || x.chunkId - y.chunkId)
+    .slice(0, Math.max(0, topK));
 }
 
 /** Pending chunks' postings of a KB, parsed for one state, with their id range. */

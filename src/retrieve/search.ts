@@ -22,7 +22,7 @@ import type { KnowledgeBaseConfig, RetrievalMode } from "../config.js";
 import type { Catalog, FilteredChunks, KbRecord, StoredChunk } from "../store/catalog.js";
 import type { VectorHit, VectorStore } from "../store/contract.js";
 import { type Attribution, attribute, formatCitation } from "./attribution.js";
-import type { Bm25Hit, Bm25Index } from "./bm25.js";
+import type { Bm25Hit, Bm25Index, Bm25Params } from "./bm25.js";
 import { removeNearDuplicates } from "./dedupe.js";
 import { andFilters, type Filter, isEmptyFilter, MAX_FILTER_LIST, parseFilter } from "./filter.js";
 import { reciprocalRankFusion, weightedScoreFusion } from "./fusion.js";
@@ -56,6 +56,17 @@ export interface RetrievalDeps {
   /** The connected vector store of a KB (its `vectorStore` config). */
   store(config: KnowledgeBaseConfig): Promise<VectorStore>;
   bm25: Bm25Index;
+  /**
+   * The keyword search to use instead of `bm25.search` (same arguments, same hits): the
+   * two-thread search of `bm25-parallel.ts`. Absent: `bm25.search`.
+   */
+  keywordSearch?(
+    kb: string,
+    query: string,
+    topK: number,
+    params: Bm25Params,
+    allowed?: ReadonlySet<number>,
+  ): Promise<Bm25Hit[]>;
   /** Query vector of `text` with the KB's embedder (cached by the caller). */
   embedQuery(config: KnowledgeBaseConfig, text: string): Promise<Float32Array>;
   /** The KB's reranker, or undefined when it has none. */
@@ -258,19 +269,16 @@ async function candidatesFor(
   let keywordWant = 0;
   if (USES_BM25.has(mode)) {
     keywordWant = Math.max(options.keywordTopK ?? r.keywordTopK, depth);
-    keywordHits = deps.bm25.search(
-      kb.name,
-      text,
-      keywordWant,
-      {
-        k1: r.bm25K1,
-        b: r.bm25B,
-        analyzer: r.analyzer,
-        titleWeight: r.bm25TitleWeight,
-        documentWeight: r.bm25DocumentWeight,
-      },
-      restriction?.set,
-    );
+    const params: Bm25Params = {
+      k1: r.bm25K1,
+      b: r.bm25B,
+      analyzer: r.analyzer,
+      titleWeight: r.bm25TitleWeight,
+      documentWeight: r.bm25DocumentWeight,
+    };
+    keywordHits = deps.keywordSearch
+      ? await deps.keywordSearch(kb.name, text, keywordWant, params, restriction?.set)
+      : deps.bm25.search(kb.name, text, keywordWant, params, restriction?.set);
   }
   if (vectorSearch) {
     const { found, error } = await vectorSearch;

@@ -9,7 +9,10 @@ import {
   bm25TermScore,
   compareTerms,
   DEFAULT_BM25_PARAMS,
+  type IdRange,
+  mergeBm25Hits,
 } from "../../src/retrieve/bm25.js";
+import { ParallelBm25Search } from "../../src/retrieve/bm25-parallel.js";
 import { blockRows, decodeBlock, emptyList } from "../../src/retrieve/postings.js";
 import { analyzerOptions, tokenize } from "../../src/retrieve/tokenizer.js";
 import { Catalog } from "../../src/store/catalog.js";
@@ -645,5 +648,152 @@ describe("keyword index through ingest: re-ingest, delete, KB dropped and re-cre
     } finally {
       await kl.close();
     }
+  });
+});
+
+describe("keyword search cut into parts along segments (two threads on large KBs)", () => {
+  const { dir, cleanup } = tempDir();
+  const db: Db = openDatabase(dir);
+  const catalog = new Catalog(db);
+  const bm25 = new Bm25Index(db);
+  const parallel = new ParallelBm25Search(db, bm25, { minChunks: 1, enabled: true });
+  afterAll(async () => {
+    await parallel.close();
+    db.close();
+    cleanup();
+  });
+  const rand = random(7);
+  const addDocuments = (count: number, kb = "parts") => {
+    const ids: number[] = [];
+    for (let d = 0; d < count; d++) {
+      db.transaction(() => {
+        const documentId = catalog.insertDocument({
+          kb,
+          uri: `mem:${kb}/${ids.length}-${rand()}`,
+          path: "p",
+          type: "text",
+          title: `${WORDS[Math.floor(rand() * WORDS.length)]} notes`,
+          contentHash: "h",
+          pipelineHash: "p",
+          embedded: true,
+          metadata: { type: "text" } as never,
+          text: "",
+          chunkCount: 3,
+        });
+        ids.push(documentId);
+        for (let i = 0; i < 3; i++) {
+          const text = Array.from(
+            { length: 2 + Math.floor(rand() * 20) },
+            () => WORDS[Math.floor(rand() ** 2 * WORDS.length)],
+          ).join(" ");
+          const chunk = {
+            text,
+            chunkIndex: i,
+            totalChunks: 3,
+            chunkType: "text",
+            start: 0,
+            end: 0,
+            metadata: {},
+          };
+          const id = catalog.insertChunk(kb, documentId, chunk as never, 0);
+          const lengths = bm25.indexChunk(kb, id, text, "english", `${WORDS[i]} notes`);
+          catalog.setTokenCount(id, lengths.body, lengths.title);
+        }
+      })();
+    }
+    return ids;
+  };
+  const queries = Array.from({ length: 30 }, () =>
+    Array.from({ length: 1 + Math.floor(rand() * 6) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(
+      " ",
+    ),
+  );
+  // Several segments (a flush every 40 documents), then pending chunks not merged yet.
+  for (let s = 0; s < 6; s++) {
+    addDocuments(40);
+    db.transaction(() => bm25.flush("parts"))();
+  }
+  addDocuments(15);
+
+  it("the parts' merged top k equals the single search, scores and order included", () => {
+    for (const count of [2, 3, 5]) {
+      const parts = bm25.searchParts("parts", count);
+      expect(parts.length, `${count} parts`).toBeGreaterThan(1);
+      expect(parts[0]?.from).toBe(0);
+      expect(parts.at(-1)?.to).toBe(Number.MAX_SAFE_INTEGER);
+      for (let p = 1; p < parts.length; p++) expect(parts[p]?.from).toBe((parts[p - 1]?.to as number) + 1);
+      for (const query of queries) {
+        for (const topK of [1, 10, 1000]) {
+          const whole = bm25.search("parts", query, topK, DEFAULT_BM25_PARAMS);
+          const results = parts.map((part) =>
+            bm25.searchPart("parts", query, topK, DEFAULT_BM25_PARAMS, undefined, part),
+          );
+          expect(new Set(results.map((r) => r.state)).size).toBe(1);
+          expect(
+            mergeBm25Hits(
+              results.map((r) => r.hits),
+              topK,
+            ),
+            `${query} top ${topK}`,
+          ).toEqual(whole);
+        }
+      }
+    }
+  });
+
+  it("refuses a part that cuts a segment", () => {
+    const [first] = bm25.searchParts("parts", 2) as IdRange[];
+    const segment = db
+      .prepare("SELECT min_id, max_id FROM kw_segments WHERE kb = 'parts' ORDER BY min_id LIMIT 1")
+      .raw()
+      .get() as [number, number];
+    expect(first?.to).toBeGreaterThanOrEqual(segment[1]);
+    expect(() =>
+      bm25.searchPart("parts", "alpha", 10, DEFAULT_BM25_PARAMS, undefined, {
+        from: 0,
+        to: segment[0] + 1,
+      }),
+    ).toThrow(/cuts segment/);
+  });
+
+  it("searches on two threads give the single search's hits, with new chunks, filters and after close", async () => {
+    expect(await parallel.warm()).toBe(true);
+    for (const query of queries) {
+      expect(await parallel.search("parts", query, 10, DEFAULT_BM25_PARAMS), query).toEqual(
+        bm25.search("parts", query, 10, DEFAULT_BM25_PARAMS),
+      );
+    }
+    expect(parallel.stats.split).toBe(queries.length);
+    // A write between searches: both threads see it.
+    addDocuments(5);
+    db.transaction(() => bm25.flush("parts"))();
+    const allowed = new Set(
+      db.prepare("SELECT id FROM chunks WHERE kb = 'parts' AND id % 3 = 0").pluck().all() as number[],
+    );
+    for (const query of queries.slice(0, 10)) {
+      expect(await parallel.search("parts", query, 10, DEFAULT_BM25_PARAMS)).toEqual(
+        bm25.search("parts", query, 10, DEFAULT_BM25_PARAMS),
+      );
+      const filtered = await parallel.search("parts", query, 10, DEFAULT_BM25_PARAMS, allowed);
+      expect(filtered).toEqual(bm25.search("parts", query, 10, DEFAULT_BM25_PARAMS, allowed));
+      for (const hit of filtered) expect(allowed.has(hit.chunkId)).toBe(true);
+    }
+    expect(parallel.stats.split).toBe(queries.length + 10);
+    await parallel.close();
+    // After close a search still answers (on this thread until a new worker is ready).
+    expect(await parallel.search("parts", queries[0] as string, 10, DEFAULT_BM25_PARAMS)).toEqual(
+      bm25.search("parts", queries[0] as string, 10, DEFAULT_BM25_PARAMS),
+    );
+  });
+
+  it("a KB under the size threshold, or a database in memory, is searched on one thread", async () => {
+    const memory = new Database(":memory:");
+    expect(await new ParallelBm25Search(memory as Db, bm25).warm()).toBe(false);
+    memory.close();
+    const small = new ParallelBm25Search(db, bm25, { minChunks: 1_000_000, enabled: true });
+    expect(await small.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS)).toEqual(
+      bm25.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS),
+    );
+    await small.close();
   });
 });

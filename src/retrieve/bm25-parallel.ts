@@ -1,0 +1,178 @@
+/**
+ * Keyword search on two cores: a large KB's chunk ids are cut into two parts along segment
+ * boundaries ({@link Bm25Index.searchParts}); a worker thread (`bm25-worker.ts`, its own
+ * connection) searches one part while the calling thread searches the other, and the two
+ * top-k lists are merged ({@link mergeBm25Hits}). Each part is scored with the whole KB's
+ * statistics, so the merged top k is exactly the single-threaded search's (same scores, same
+ * order). Document-partitioned search is how search engines spread one query over shards
+ * (Barroso, Dean & Hölzle 2003, "Web search for a planet").
+ *
+ * One thread does it all when splitting cannot pay: a KB under `minChunks`, a metadata filter
+ * (its allowed set stays on this thread), an in-memory database, a single core, segments that
+ * cannot be cut, or a failed worker. When the two connections saw different states of the KB
+ * (an ingest committed in between) the search runs again on this thread alone.
+ *
+ * The worker starts on the first search of a large KB, and searches stay on this thread until
+ * it is ready (so a one-off search does not wait for a thread to start); an idle worker does
+ * not keep the process alive. {@link close} ends it (it only reads, so it is terminated).
+ */
+import { availableParallelism } from "node:os";
+import type { Worker } from "node:worker_threads";
+import type { Statement } from "better-sqlite3";
+import type { Db } from "../store/database.js";
+import { siblingModule, startModuleWorker } from "../workers/module-worker.js";
+import { type Bm25Hit, type Bm25Index, type Bm25Params, mergeBm25Hits } from "./bm25.js";
+import type { Bm25PartResult, Bm25Request, Bm25WorkerData } from "./bm25-worker.js";
+
+/** Options of a {@link ParallelBm25Search}. */
+export interface ParallelBm25Options {
+  /**
+   * Chunks a KB needs before its searches are split (default `$KL_KEYWORD_PARALLEL_MIN_CHUNKS`,
+   * else 200,000: at 1M chunks of `bench:scale` each half takes 0.48× the single search; at
+   * 100k the worker round trip, ~0.1–0.3 ms, and the second connection's cache are not worth it).
+   */
+  minChunks?: number;
+  /** Split at all (default: when the machine has ≥ 2 cores and the database is a file). */
+  enabled?: boolean;
+}
+
+type Pending = { resolve: (value: Bm25PartResult) => void; reject: (error: Error) => void };
+type RunningWorker = { worker: Worker; pending: Map<number, Pending>; ready: boolean };
+type Request = Bm25Request extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+
+/** See the module comment. */
+export class ParallelBm25Search {
+  private readonly minChunks: number;
+  private readonly enabled: boolean;
+  private current: RunningWorker | undefined;
+  /** Searches answered by two threads (`split`) and by this one alone (`single`): diagnostics and tests. */
+  readonly stats = { split: 0, single: 0 };
+  private nextId = 1;
+  /** Set after a worker failure: later searches stay on this thread. */
+  private failed = false;
+  private chunksOf: Statement | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly bm25: Bm25Index,
+    options: ParallelBm25Options = {},
+  ) {
+    this.minChunks = options.minChunks ?? (Number(process.env.KL_KEYWORD_PARALLEL_MIN_CHUNKS) || 200_000);
+    this.enabled = options.enabled ?? (availableParallelism() >= 2 && !db.memory && db.name !== "");
+  }
+
+  /**
+   * The best `topK` chunks of `kb` for `query`, as {@link Bm25Index.search} gives them.
+   * @throws what {@link Bm25Index.search} throws.
+   */
+  async search(
+    kb: string,
+    query: string,
+    topK: number,
+    params: Bm25Params,
+    allowed?: ReadonlySet<number>,
+  ): Promise<Bm25Hit[]> {
+    const parts = this.partsOf(kb, allowed);
+    const worker = parts ? this.start() : undefined;
+    if (!parts || !worker?.ready) {
+      this.stats.single++;
+      return this.bm25.search(kb, query, topK, params, allowed);
+    }
+    const [mine, theirs] = parts;
+    const remote = this.send(worker, { op: "search", kb, query, topK, params, part: theirs }).then(
+      (value) => value,
+      () => undefined,
+    );
+    let local: Bm25PartResult;
+    try {
+      local = this.bm25.searchPart(kb, query, topK, params, undefined, mine);
+    } catch (error) {
+      await remote;
+      throw error;
+    }
+    const other = await remote;
+    if (!other || other.state !== local.state) {
+      this.stats.single++;
+      return this.bm25.search(kb, query, topK, params, allowed);
+    }
+    this.stats.split++;
+    return mergeBm25Hits([local.hits, other.hits], topK);
+  }
+
+  /**
+   * Starts the worker if it is not running and resolves once it can take searches (a server
+   * may call it at start so its first searches of a large KB are split too).
+   * @returns false when searches are not split here (disabled, or the worker failed).
+   */
+  async warm(): Promise<boolean> {
+    if (!this.enabled || this.failed) return false;
+    const running = this.start();
+    while (!running.ready) {
+      if (this.current !== running) return false;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return true;
+  }
+
+  /** Ends the worker (it only reads: it is terminated); resolves when it has. */
+  async close(): Promise<void> {
+    const current = this.current;
+    if (!current) return;
+    this.current = undefined;
+    await current.worker.terminate();
+  }
+
+  /** The two id ranges of a split search of `kb`, or undefined to search on this thread. */
+  private partsOf(kb: string, allowed: ReadonlySet<number> | undefined) {
+    if (!this.enabled || this.failed || allowed !== undefined) return undefined;
+    this.chunksOf ??= this.db.prepare("SELECT chunks FROM kb_stats WHERE kb = ?").pluck();
+    const chunks = (this.chunksOf.get(kb) as number | undefined) ?? 0;
+    if (chunks < this.minChunks) return undefined;
+    const parts = this.bm25.searchParts(kb, 2);
+    return parts.length === 2 ? (parts as [(typeof parts)[0], (typeof parts)[0]]) : undefined;
+  }
+
+  private send(to: RunningWorker, body: Request): Promise<Bm25PartResult> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      to.pending.set(id, { resolve, reject });
+      if (to.pending.size === 1) to.worker.ref();
+      to.worker.postMessage({ ...body, id });
+    });
+  }
+
+  private start(): RunningWorker {
+    if (this.current) return this.current;
+    const data: Bm25WorkerData = { file: this.db.name };
+    const worker = startModuleWorker(siblingModule(import.meta.url, "bm25-worker"), { workerData: data });
+    worker.unref();
+    const pending = new Map<number, Pending>();
+    const running: RunningWorker = { worker, pending, ready: false };
+    this.current = running;
+    worker.on("message", (message: { id: number; value?: Bm25PartResult; error?: string }) => {
+      if (message.id === 0) {
+        running.ready = true;
+        return;
+      }
+      const call = pending.get(message.id);
+      if (!call) return;
+      pending.delete(message.id);
+      if (pending.size === 0) worker.unref();
+      if (message.error !== undefined) call.reject(new Error(message.error));
+      else call.resolve(message.value as Bm25PartResult);
+    });
+    const failAll = (error: Error): void => {
+      for (const call of pending.values()) call.reject(error);
+      pending.clear();
+    };
+    worker.on("error", (error) => {
+      this.failed = true;
+      failAll(error);
+    });
+    worker.once("exit", () => {
+      if (this.current === running) this.current = undefined;
+      failAll(new Error("keyword search worker exited"));
+    });
+    return running;
+  }
+}
