@@ -200,7 +200,12 @@ export class KnowledgeLayer {
     this.db.close();
     const stores = [...this.stores.values()];
     this.stores.clear();
-    await Promise.allSettled([indexes, keywordWorker, ...stores.map(async (s) => (await s).close()), this.cache.close()]);
+    await Promise.allSettled([
+      indexes,
+      keywordWorker,
+      ...stores.map(async (s) => (await s).close()),
+      this.cache.close(),
+    ]);
   }
 
   /**
