@@ -37,7 +37,7 @@ export interface ParallelBm25Options {
 }
 
 type Pending = { resolve: (value: Bm25PartResult) => void; reject: (error: Error) => void };
-type RunningWorker = { worker: Worker; pending: Map<number, Pending>; ready: boolean };
+type RunningWorker = { worker: Worker; pending: Map<number, Pending>; ready: Int32Array };
 type Request = Bm25Request extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
 
 /** See the module comment. */
@@ -74,7 +74,7 @@ export class ParallelBm25Search {
   ): Promise<Bm25Hit[]> {
     const parts = this.partsOf(kb, allowed);
     const worker = parts ? this.start() : undefined;
-    if (!parts || !worker?.ready) {
+    if (!parts || !worker || Atomics.load(worker.ready, 0) !== 1) {
       this.stats.single++;
       return this.bm25.search(kb, query, topK, params, allowed);
     }
@@ -107,7 +107,7 @@ export class ParallelBm25Search {
   async warm(): Promise<boolean> {
     if (!this.enabled || this.failed) return false;
     const running = this.start();
-    while (!running.ready) {
+    while (Atomics.load(running.ready, 0) !== 1) {
       if (this.current !== running) return false;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -143,17 +143,14 @@ export class ParallelBm25Search {
 
   private start(): RunningWorker {
     if (this.current) return this.current;
-    const data: Bm25WorkerData = { file: this.db.name };
+    const ready = new SharedArrayBuffer(4);
+    const data: Bm25WorkerData = { file: this.db.name, ready };
     const worker = startModuleWorker(siblingModule(import.meta.url, "bm25-worker"), { workerData: data });
     worker.unref();
     const pending = new Map<number, Pending>();
-    const running: RunningWorker = { worker, pending, ready: false };
+    const running: RunningWorker = { worker, pending, ready: new Int32Array(ready) };
     this.current = running;
     worker.on("message", (message: { id: number; value?: Bm25PartResult; error?: string }) => {
-      if (message.id === 0) {
-        running.ready = true;
-        return;
-      }
       const call = pending.get(message.id);
       if (!call) return;
       pending.delete(message.id);

@@ -3,7 +3,7 @@
  * connection to the database file (WAL lets it read while the main thread writes) and
  * answers one part of a search at a time with {@link Bm25Index.searchPart}.
  *
- * Protocol: the worker posts `{ id: 0 }` once its connection is open; the client posts
+ * Protocol: the worker sets `ready` once its connection is open; the client posts
  * `{ id, op: "search", ... }` (id ≥ 1) and the worker answers `{ id, value }` or `{ id, error }`.
  * The client ends it with `terminate()` (it only reads).
  */
@@ -16,6 +16,12 @@ import { type Bm25Hit, Bm25Index, type Bm25Params, type IdRange } from "./bm25.j
 export interface Bm25WorkerData {
   /** The database file (`kl.db`). */
   file: string;
+  /**
+   * One Int32 the worker sets to 1 once its connection is open. Shared memory, not a message:
+   * a caller running searches back to back never yields to the event loop between them, so a
+   * message saying "ready" would not arrive.
+   */
+  ready: SharedArrayBuffer;
 }
 
 /** A request to the worker. */
@@ -60,7 +66,7 @@ function main(): void {
       port.postMessage({ id: request.id, error: (error as Error).message });
     }
   });
-  port.postMessage({ id: 0 });
+  Atomics.store(new Int32Array(data.ready), 0, 1);
 }
 
 main();
