@@ -786,6 +786,18 @@ describe("keyword search cut into parts along segments (two threads on large KBs
     );
   });
 
+  it("searches run back to back (never yielding to the event loop) are split once the worker is up", async () => {
+    const fresh = new ParallelBm25Search(db, bm25, { minChunks: 1, enabled: true });
+    const deadline = Date.now() + 30_000;
+    // The first search starts the worker; until it is ready searches run on this thread.
+    while (fresh.stats.split === 0 && Date.now() < deadline) {
+      await fresh.search("parts", "alpha river", 10, DEFAULT_BM25_PARAMS);
+    }
+    expect(fresh.stats.split).toBe(1);
+    expect(fresh.stats.single).toBeGreaterThan(0);
+    await fresh.close();
+  });
+
   it("a KB under the size threshold, or a database in memory, is searched on one thread", async () => {
     const memory = new Database(":memory:");
     expect(await new ParallelBm25Search(memory as Db, bm25).warm()).toBe(false);
