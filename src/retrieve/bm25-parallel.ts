@@ -28,8 +28,10 @@ import type { Bm25PartResult, Bm25Request, Bm25WorkerData } from "./bm25-worker.
 export interface ParallelBm25Options {
   /**
    * Chunks a KB needs before its searches are split (default `$KL_KEYWORD_PARALLEL_MIN_CHUNKS`,
-   * else 200,000: at 1M chunks of `bench:scale` each half takes 0.48× the single search; at
-   * 100k the worker round trip, ~0.1–0.3 ms, and the second connection's cache are not worth it).
+   * else 200,000). Measured on `bench:scale` KBs, each query run split and single alternately in
+   * one process: at 1M chunks the split search takes 0.57–0.63× the time; at 100k it gains
+   * nothing (keyword p50 4.5 against 4.9 ms, hybrid p50 8.9 against 8.7 ms: the halves are too
+   * short for the worker round trip and the second core, busy with the HNSW search in hybrid).
    */
   minChunks?: number;
   /** Split at all (default: when the machine has ≥ 2 cores and the database is a file). */
