@@ -19,10 +19,24 @@
 import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import type { Statement } from "better-sqlite3";
+import { KnowledgeLayerError } from "../errors.js";
 import type { Db } from "../store/database.js";
 import { siblingModule, startModuleWorker } from "../workers/module-worker.js";
 import { type Bm25Hit, type Bm25Index, type Bm25Params, mergeBm25Hits } from "./bm25.js";
 import type { Bm25PartResult, Bm25Request, Bm25WorkerData } from "./bm25-worker.js";
+
+/**
+ * A non-negative integer from environment variable `name`, or undefined when it is unset or empty.
+ * @throws KnowledgeLayerError naming the variable when it holds anything else.
+ */
+function envCount(name: string): number | undefined {
+  const raw = process.env[name]?.trim();
+  if (raw === undefined || raw === "") return undefined;
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new KnowledgeLayerError(`$${name} must be a whole number of chunks (≥ 0), not "${raw}"`);
+  }
+  return Number(raw);
+}
 
 /** Options of a {@link ParallelBm25Search}. */
 export interface ParallelBm25Options {
@@ -34,7 +48,10 @@ export interface ParallelBm25Options {
    * short for the worker round trip and the second core, busy with the HNSW search in hybrid).
    */
   minChunks?: number;
-  /** Split at all (default: when the machine has ≥ 2 cores and the database is a file). */
+  /**
+   * Split at all (default: when the machine has ≥ 2 cores, the database is a file and
+   * `$KL_KEYWORD_PARALLEL` is not `0`).
+   */
   enabled?: boolean;
 }
 
@@ -59,8 +76,13 @@ export class ParallelBm25Search {
     private readonly bm25: Bm25Index,
     options: ParallelBm25Options = {},
   ) {
-    this.minChunks = options.minChunks ?? (Number(process.env.KL_KEYWORD_PARALLEL_MIN_CHUNKS) || 200_000);
-    this.enabled = options.enabled ?? (availableParallelism() >= 2 && !db.memory && db.name !== "");
+    this.minChunks = options.minChunks ?? envCount("KL_KEYWORD_PARALLEL_MIN_CHUNKS") ?? 200_000;
+    this.enabled =
+      options.enabled ??
+      (process.env.KL_KEYWORD_PARALLEL !== "0" &&
+        availableParallelism() >= 2 &&
+        !db.memory &&
+        db.name !== "");
   }
 
   /**

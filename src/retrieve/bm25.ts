@@ -848,7 +848,9 @@ export class Bm25Index {
       let df = dfs.get(term);
       if (df === undefined) {
         df =
-          ((this.dfOf.get(kb, kb, term) as number | undefined) ?? 0) + (pending.get(term)?.ids.length ?? 0);
+          ((this.dfOf.get(kb, kb, term) as number | undefined) ?? 0) +
+          // The whole KB's pending postings: a part's df is the KB's df.
+          (pendingEntry.lists.get(term)?.ids.length ?? 0);
         dfs.set(term, df);
       }
       if (df === 0) return;

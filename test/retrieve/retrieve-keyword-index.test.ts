@@ -656,14 +656,16 @@ describe("keyword search cut into parts along segments (two threads on large KBs
   const db: Db = openDatabase(dir);
   const catalog = new Catalog(db);
   const bm25 = new Bm25Index(db);
-  const parallel = new ParallelBm25Search(db, bm25, { minChunks: 1, enabled: true });
+  // Its own index instance: the document frequencies it caches come from split searches only
+  // (a cache filled by whole searches hid a part's wrong df).
+  const parallel = new ParallelBm25Search(db, new Bm25Index(db), { minChunks: 1, enabled: true });
   afterAll(async () => {
     await parallel.close();
     db.close();
     cleanup();
   });
   const rand = random(7);
-  const addDocuments = (count: number, kb = "parts") => {
+  const addDocuments = (count: number, kb = "parts", extra = "") => {
     const ids: number[] = [];
     for (let d = 0; d < count; d++) {
       db.transaction(() => {
@@ -682,10 +684,10 @@ describe("keyword search cut into parts along segments (two threads on large KBs
         });
         ids.push(documentId);
         for (let i = 0; i < 3; i++) {
-          const text = Array.from(
+          const text = `${Array.from(
             { length: 2 + Math.floor(rand() * 20) },
             () => WORDS[Math.floor(rand() ** 2 * WORDS.length)],
-          ).join(" ");
+          ).join(" ")} ${extra}`;
           const chunk = {
             text,
             chunkIndex: i,
@@ -713,7 +715,10 @@ describe("keyword search cut into parts along segments (two threads on large KBs
     addDocuments(40);
     db.transaction(() => bm25.flush("parts"))();
   }
-  addDocuments(15);
+  // Pending chunks, some with a word no segment holds (its df is all pending).
+  addDocuments(10);
+  addDocuments(5, "parts", "quokka");
+  queries.push("quokka", "quokka alpha river", "alpha quokka title notes");
 
   it("the parts' merged top k equals the single search, scores and order included", () => {
     for (const count of [2, 3, 5]) {
@@ -725,9 +730,11 @@ describe("keyword search cut into parts along segments (two threads on large KBs
       for (const query of queries) {
         for (const topK of [1, 10, 1000]) {
           const whole = bm25.search("parts", query, topK, DEFAULT_BM25_PARAMS);
+          // A fresh instance per part: nothing cached by another search helps it.
           const results = parts.map((part) =>
-            bm25.searchPart("parts", query, topK, DEFAULT_BM25_PARAMS, undefined, part),
+            new Bm25Index(db).searchPart("parts", query, topK, DEFAULT_BM25_PARAMS, undefined, part),
           );
+          if (query === "quokka") expect(whole.length).toBe(Math.min(topK, 15));
           expect(new Set(results.map((r) => r.state)).size).toBe(1);
           expect(
             mergeBm25Hits(
@@ -802,6 +809,23 @@ describe("keyword search cut into parts along segments (two threads on large KBs
     const memory = new Database(":memory:");
     expect(await new ParallelBm25Search(memory as Db, bm25).warm()).toBe(false);
     memory.close();
+    // $KL_KEYWORD_PARALLEL=0 turns splitting off; a threshold that is not a whole number is refused.
+    process.env.KL_KEYWORD_PARALLEL = "0";
+    try {
+      expect(await new ParallelBm25Search(db, bm25).warm()).toBe(false);
+    } finally {
+      delete process.env.KL_KEYWORD_PARALLEL;
+    }
+    for (const bad of ["abc", "-1", "1.5", "1e3"]) {
+      process.env.KL_KEYWORD_PARALLEL_MIN_CHUNKS = bad;
+      try {
+        expect(() => new ParallelBm25Search(db, bm25)).toThrow(
+          `$KL_KEYWORD_PARALLEL_MIN_CHUNKS must be a whole number of chunks (≥ 0), not "${bad}"`,
+        );
+      } finally {
+        delete process.env.KL_KEYWORD_PARALLEL_MIN_CHUNKS;
+      }
+    }
     const small = new ParallelBm25Search(db, bm25, { minChunks: 1_000_000, enabled: true });
     expect(await small.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS)).toEqual(
       bm25.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS),
