@@ -66,7 +66,15 @@ export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number 
  * - both token sets ({@link tokenSet}) are non-empty and their {@link jaccard} similarity
  *   with a kept item is ≥ `threshold`.
  * So texts without word tokens (`---`, `***`) are duplicates only when identical.
- * Quadratic in the number of kept items; meant for result lists (tens to hundreds).
+ *
+ * Only kept items that can reach the threshold are compared (the decisions are those of
+ * comparing with every kept item): with the tokens of every set in one global order (rarest
+ * in the list first), two sets of Jaccard similarity ≥ t share a token among the first
+ * |A| − ⌈t·|A|⌉ + 1 of each (prefix filtering, Chaudhuri, Ganti & Kaushik 2006; Bayardo, Ma &
+ * Srikant 2007, "Scaling up all pairs similarity search"), and their sizes are within a
+ * factor t (size filtering). Kept items are indexed by their prefix tokens, so a list of
+ * thousands of results costs about what a short one costs per item, not a scan of every
+ * kept item per item.
  *
  * @param textOf the text of an item.
  * @param threshold Jaccard threshold in (0, 1], default 0.9.
@@ -80,15 +88,58 @@ export function removeNearDuplicates<T>(
   if (!(threshold > 0 && threshold <= 1)) {
     throw new RangeError(`dedup threshold must be in (0, 1] (got ${threshold})`);
   }
-  const kept: { item: T; tokens: Set<string> }[] = [];
+  const texts = items.map((item) => textOf(item).trim());
+  const sets = texts.map((text) => (text.length === 0 ? EMPTY_SET : tokenSet(text)));
+  // The global token order: rarest in this list first, then by code units (deterministic).
+  const frequency = new Map<string, number>();
+  for (const set of sets) for (const token of set) frequency.set(token, (frequency.get(token) ?? 0) + 1);
+  const byRarity = (x: string, y: string) =>
+    (frequency.get(x) as number) - (frequency.get(y) as number) || (x < y ? -1 : x > y ? 1 : 0);
+  const kept: T[] = [];
   const keptTexts = new Set<string>();
-  for (const item of items) {
-    const trimmed = textOf(item).trim();
+  /** Kept items' token sets by the tokens of their prefixes. */
+  const byPrefixToken = new Map<string, Set<string>[]>();
+  for (let i = 0; i < items.length; i++) {
+    const trimmed = texts[i] as string;
     if (trimmed.length === 0 || keptTexts.has(trimmed)) continue;
-    const tokens = tokenSet(trimmed);
-    if (tokens.size > 0 && kept.some((k) => jaccard(k.tokens, tokens) >= threshold)) continue;
-    kept.push({ item, tokens });
+    const tokens = sets[i] as Set<string>;
+    let prefix: string[] = [];
+    if (tokens.size > 0) {
+      // ⌈t·|A|⌉, rounded down a hair so float error can only lengthen the prefix (still exact).
+      const prefixLength = tokens.size - Math.ceil(threshold * tokens.size - 1e-9) + 1;
+      prefix = [...tokens].sort(byRarity).slice(0, prefixLength);
+      if (isNearDuplicate(tokens, prefix, byPrefixToken, threshold)) continue;
+    }
+    kept.push(items[i] as T);
     keptTexts.add(trimmed);
+    for (const token of prefix) {
+      const list = byPrefixToken.get(token);
+      if (list) list.push(tokens);
+      else byPrefixToken.set(token, [tokens]);
+    }
   }
-  return kept.map((k) => k.item);
+  return kept;
+}
+
+const EMPTY_SET: ReadonlySet<string> = new Set<string>();
+
+/** Does a kept set sharing a prefix token with `tokens` reach the threshold? */
+function isNearDuplicate(
+  tokens: ReadonlySet<string>,
+  prefix: readonly string[],
+  byPrefixToken: ReadonlyMap<string, Set<string>[]>,
+  threshold: number,
+): boolean {
+  const seen = new Set<Set<string>>();
+  const smallest = threshold * tokens.size - 1e-9;
+  const largest = tokens.size / threshold + 1e-9;
+  for (const token of prefix) {
+    for (const other of byPrefixToken.get(token) ?? []) {
+      if (seen.has(other)) continue;
+      seen.add(other);
+      if (other.size < smallest || other.size > largest) continue;
+      if (jaccard(other, tokens) >= threshold) return true;
+    }
+  }
+  return false;
 }

@@ -106,3 +106,48 @@ describe("case B31: empty token sets are not duplicates of each other", () => {
     }
   });
 });
+
+describe("removeNearDuplicates with prefix filtering", () => {
+  /** The definition: compare every item with every kept one. */
+  const reference = (texts: string[], threshold: number): string[] => {
+    const kept: { text: string; tokens: Set<string> }[] = [];
+    for (const text of texts) {
+      const trimmed = text.trim();
+      if (trimmed.length === 0 || kept.some((k) => k.text === trimmed)) continue;
+      const tokens = tokenSet(trimmed);
+      if (tokens.size > 0 && kept.some((k) => jaccard(k.tokens, tokens) >= threshold)) continue;
+      kept.push({ text: trimmed, tokens });
+    }
+    return kept.map((k) => k.text);
+  };
+  let seed = 11;
+  const rand = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed / 2147483648;
+  };
+  const vocabulary = Array.from({ length: 60 }, (_, i) => `w${i}`);
+  it("keeps exactly what comparing with every kept item keeps (random near-duplicate lists)", () => {
+    for (let round = 0; round < 40; round++) {
+      const bases = Array.from({ length: 8 }, () =>
+        Array.from({ length: 3 + Math.floor(rand() * 40) }, () => vocabulary[Math.floor(rand() ** 2 * 60)]),
+      );
+      const texts: string[] = [];
+      for (let i = 0; i < 150; i++) {
+        const words = [...(bases[Math.floor(rand() * bases.length)] as string[])];
+        // A few edits: near-duplicates at every similarity around the thresholds.
+        for (let e = Math.floor(rand() * 6); e > 0; e--) {
+          const at = Math.floor(rand() * words.length);
+          if (rand() < 0.5) words[at] = vocabulary[Math.floor(rand() * 60)] as string;
+          else words.push(vocabulary[Math.floor(rand() * 60)] as string);
+        }
+        texts.push(rand() < 0.05 ? "  " : rand() < 0.05 ? "---" : words.join(rand() < 0.5 ? " " : ", "));
+      }
+      for (const threshold of [0.3, 0.5, 0.8, 0.9, 0.95, 1]) {
+        expect(
+          removeNearDuplicates(texts, (t) => t, threshold).map((t) => t.trim()),
+          `round ${round}, threshold ${threshold}`,
+        ).toEqual(reference(texts, threshold));
+      }
+    }
+  });
+});
