@@ -86,7 +86,9 @@ export class ParallelBm25Search {
   }
 
   /**
-   * The best `topK` chunks of `kb` for `query`, as {@link Bm25Index.search} gives them.
+   * The best `topK` chunks of `kb` for `query`, as {@link Bm25Index.search} gives them. A half
+   * that fails (in either thread) or a change of the KB between the halves makes it search again
+   * on this thread alone.
    * @throws what {@link Bm25Index.search} throws.
    */
   async search(
@@ -107,15 +109,15 @@ export class ParallelBm25Search {
       (value) => value,
       () => undefined,
     );
-    let local: Bm25PartResult;
+    let local: Bm25PartResult | undefined;
     try {
       local = this.bm25.searchPart(kb, query, topK, params, undefined, mine);
-    } catch (error) {
-      await remote;
-      throw error;
+    } catch {
+      // A merge committed since the parts were cut (the part now cuts a segment), or worse:
+      // the single search below answers, or throws what it throws.
     }
     const other = await remote;
-    if (!other || other.state !== local.state) {
+    if (!local || !other || other.state !== local.state) {
       this.stats.single++;
       return this.bm25.search(kb, query, topK, params, allowed);
     }

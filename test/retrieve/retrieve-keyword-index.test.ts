@@ -805,6 +805,28 @@ describe("keyword search cut into parts along segments (two threads on large KBs
     await fresh.close();
   });
 
+  it("a half that fails (a merge cut its segments since) makes the search run again on one thread", async () => {
+    const index = new Bm25Index(db);
+    const flaky = new ParallelBm25Search(db, index, { minChunks: 1, enabled: true });
+    try {
+      expect(await flaky.warm()).toBe(true);
+      // The calling thread's half fails once (the single search then uses searchPart too).
+      const real = index.searchPart.bind(index);
+      let failures = 0;
+      index.searchPart = (...args) => {
+        if (failures++ === 0) throw new RangeError("keyword search part 0…10 cuts segment 9 (1…20)");
+        return real(...args);
+      };
+      const before = { ...flaky.stats };
+      expect(await flaky.search("parts", "alpha river", 10, DEFAULT_BM25_PARAMS)).toEqual(
+        bm25.search("parts", "alpha river", 10, DEFAULT_BM25_PARAMS),
+      );
+      expect(flaky.stats).toEqual({ split: before.split, single: before.single + 1 });
+    } finally {
+      await flaky.close();
+    }
+  });
+
   it("a KB under the size threshold, or a database in memory, is searched on one thread", async () => {
     const memory = new Database(":memory:");
     expect(await new ParallelBm25Search(memory as Db, bm25).warm()).toBe(false);
