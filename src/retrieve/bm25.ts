@@ -865,12 +865,14 @@ export class Bm25Index {
     }
     const documentWeight = params.documentWeight ?? DEFAULT_BM25_PARAMS.documentWeight;
     if (documentWeight > 0) {
-      let fixed = this.profileScores(kb, state, queryTerms, params, documentWeight);
-      if (!whole) fixed = new Map([...fixed].filter(([id]) => id >= part.from && id <= part.to));
-      if (fixed.size > 0) {
+      const all = this.profileScores(kb, state, queryTerms, params, documentWeight);
+      if (all.size > 0) {
         let max = 0;
-        for (const v of fixed.values()) max = Math.max(max, v);
-        lists.push({ term: "", weight: 1, avg: 0, idf: 0, df: fixed.size, bound: max * (1 + 1e-12), fixed });
+        for (const v of all.values()) max = Math.max(max, v);
+        // Bound and size of the whole list, so the lists keep the whole search's order in a
+        // part too (a chunk's score adds its lists in that order: the same sum to the last bit).
+        const fixed = whole ? all : new Map([...all].filter(([id]) => id >= part.from && id <= part.to));
+        lists.push({ term: "", weight: 1, avg: 0, idf: 0, df: all.size, bound: max * (1 + 1e-12), fixed });
       }
     }
     if (lists.length === 0) return none;
@@ -921,20 +923,36 @@ export class Bm25Index {
   searchParts(kb: string, count: number): IdRange[] {
     const segments = [...this.readSegments(kb)].sort((x, y) => x.minId - y.minId);
     const total = segments.reduce((sum, seg) => sum + seg.chunks, 0);
-    const parts: IdRange[] = [];
-    let from = WHOLE_RANGE.from;
+    // Places to cut: before segment i + 1 when no segment up to i reaches past its first id,
+    // with the chunks of the segments before the cut.
+    const cuts: { at: number; before: number }[] = [];
     let seen = 0;
     let reach = 0;
-    for (let i = 0; i < segments.length - 1 && parts.length < count - 1; i++) {
+    for (let i = 0; i < segments.length - 1; i++) {
       const seg = segments[i] as Segment;
       seen += seg.chunks;
       reach = Math.max(reach, seg.maxId);
       const next = segments[i + 1] as Segment;
-      // A boundary lies between segment i and i + 1 when no earlier segment reaches past it.
-      if (reach < next.minId && seen >= (total * (parts.length + 1)) / count) {
-        parts.push({ from, to: next.minId - 1 });
-        from = next.minId;
+      if (reach < next.minId) cuts.push({ at: next.minId, before: seen });
+    }
+    // For each of the count − 1 targets (k/count of the chunks), the cut closest to it.
+    const parts: IdRange[] = [];
+    let from = WHOLE_RANGE.from;
+    let c = 0;
+    for (let k = 1; k < count && c < cuts.length; k++) {
+      const target = (total * k) / count;
+      let best = c;
+      for (let j = c + 1; j < cuts.length; j++) {
+        if (
+          Math.abs((cuts[j] as { before: number }).before - target) <
+          Math.abs((cuts[best] as { before: number }).before - target)
+        )
+          best = j;
       }
+      const cut = cuts[best] as { at: number; before: number };
+      parts.push({ from, to: cut.at - 1 });
+      from = cut.at;
+      c = best + 1;
     }
     parts.push({ from, to: WHOLE_RANGE.to });
     return parts;

@@ -678,7 +678,15 @@ describe("keyword search cut into parts along segments (two threads on large KBs
           contentHash: "h",
           pipelineHash: "p",
           embedded: true,
-          metadata: { type: "text" } as never,
+          // Every fourth document states a profile (organisation, period): its chunks get a
+          // fixed contribution in queries naming them (a list of its own, bounded like the others).
+          metadata: (ids.length % 4 === 0
+            ? {
+                type: "text",
+                organization: `${WORDS[ids.length % 7]} holdings`,
+                period: `fiscal ${2018 + (ids.length % 5)}`,
+              }
+            : { type: "text" }) as never,
           text: "",
           chunkCount: 3,
         });
@@ -718,7 +726,14 @@ describe("keyword search cut into parts along segments (two threads on large KBs
   // Pending chunks, some with a word no segment holds (its df is all pending).
   addDocuments(10);
   addDocuments(5, "parts", "quokka");
-  queries.push("quokka", "quokka alpha river", "alpha quokka title notes");
+  queries.push(
+    "quokka",
+    "quokka alpha river",
+    "alpha quokka title notes",
+    "alpha holdings fiscal 2019",
+    "beta holdings 2021 river stone",
+    "holdings fiscal 2020 gamma",
+  );
 
   it("the parts' merged top k equals the single search, scores and order included", () => {
     for (const count of [2, 3, 5]) {
@@ -745,6 +760,36 @@ describe("keyword search cut into parts along segments (two threads on large KBs
           ).toEqual(whole);
         }
       }
+    }
+  });
+
+  it("cuts at the segment boundary closest to half, even between two segments", () => {
+    const two = new Bm25Index(db);
+    db.transaction(() => {
+      // Two segments of 40 and 41 documents' chunks: the first holds less than half.
+      for (const n of [40, 41]) {
+        addDocuments(n, "two");
+        bm25.flush("two");
+      }
+    })();
+    const parts = two.searchParts("two", 2);
+    expect(parts.length).toBe(2);
+    const [min, max] = db
+      .prepare("SELECT min(min_id), max(max_id) FROM kw_segments WHERE kb = 'two'")
+      .raw()
+      .get() as [number, number];
+    expect(parts[0]?.to).toBeGreaterThan(min);
+    expect(parts[0]?.to).toBeLessThan(max);
+    for (const query of queries) {
+      expect(
+        mergeBm25Hits(
+          parts.map(
+            (part) =>
+              new Bm25Index(db).searchPart("two", query, 10, DEFAULT_BM25_PARAMS, undefined, part).hits,
+          ),
+          10,
+        ),
+      ).toEqual(bm25.search("two", query, 10, DEFAULT_BM25_PARAMS));
     }
   });
 
