@@ -23,7 +23,7 @@ import * as documents from "./facade/documents.js";
 import { ingestContext, syncVectorIndex } from "./facade/ingest.js";
 import * as kbs from "./facade/kbs.js";
 import type { FacadeParts } from "./facade/parts.js";
-import { search } from "./facade/search.js";
+import { search, type WarmReport, warmSearch } from "./facade/search.js";
 import type {
   DeepPartial,
   DocumentDetails,
@@ -53,7 +53,7 @@ import { SqliteVectorStore } from "./store/sqlite-vector-store.js";
 import type { ExtractedDocument } from "./types.js";
 
 export { defaultCacheConfig } from "./facade/components.js";
-export { MAX_TOP_K } from "./facade/search.js";
+export { MAX_TOP_K, type WarmReport } from "./facade/search.js";
 export type {
   DeepPartial,
   DocumentDetails,
@@ -584,6 +584,16 @@ export class KnowledgeLayer {
    */
   async search(query: string, options: SearchOptions = {}): Promise<SearchResponse> {
     return search(this.parts, query, options);
+  }
+
+  /**
+   * Readies large KBs of the embedded store for fast first searches: loads their HNSW indexes
+   * and starts the keyword search's second thread (see `warmSearch` in `facade/search.ts`).
+   * `kl serve` and `kl mcp --http` call it after they start listening.
+   * @throws KnowledgeLayerError or an I/O error when the catalog or an index file cannot be read.
+   */
+  async warm(): Promise<WarmReport> {
+    return warmSearch(this.parts);
   }
 
   /**

@@ -66,6 +66,7 @@ const ADAPTER_OPERATIONS = new Set([
   "ingest",
   "ingestDocuments",
   "search",
+  "warm",
   // documents
   "listDocuments",
   "countDocuments",

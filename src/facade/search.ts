@@ -214,3 +214,32 @@ async function cachedQueryVector(
   await parts.cache.set(key, vector);
   return vector;
 }
+
+/** What {@link warmSearch} readied. */
+export interface WarmReport {
+  /** KBs of the embedded store whose approximate vector index is now loaded and up to date. */
+  vectorIndexes: string[];
+  /** KBs large enough for their keyword searches to run on two threads (the second one is now started). */
+  keywordThreads: string[];
+}
+
+/**
+ * Readies the embedded store's large KBs for their first searches: loads each one's HNSW
+ * index (bringing it up to date with the database, as the first search would: seconds at a
+ * million vectors) and starts the keyword search's second thread when a KB is large enough to
+ * be split. Small KBs and KBs of other stores cost a count each. Searches do the same work
+ * themselves when it was not done, so this only moves it to a moment of the caller's choosing.
+ * @throws what reading the catalog or an index file throws (searches then load them as usual).
+ */
+export async function warmSearch(parts: FacadeParts): Promise<WarmReport> {
+  const kbs = (await parts.backend.kbs.list()).filter((kb) => kb.config.vectorStore.type === "sqlite");
+  const vectorIndexes: string[] = [];
+  for (const kb of kbs) {
+    const collection = collectionOf(kb.config);
+    if (!(await parts.store.hasCollection(collection))) continue;
+    if (await parts.store.syncIndex(collection)) vectorIndexes.push(kb.name);
+  }
+  const large = kbs.map((kb) => kb.name).filter((name) => parts.keywordSearch.splits(name));
+  const keywordThreads = large.length > 0 && (await parts.keywordSearch.warm()) ? large : [];
+  return { vectorIndexes, keywordThreads };
+}

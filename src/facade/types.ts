@@ -62,7 +62,7 @@ export interface SearchOptions {
   exactVectors?: boolean;
   /**
    * How hard the approximate vector index searches, as a factor of its search list
-   * (default 1 for `vector_only`, `HYBRID_VECTOR_EFFORT` = 0.5 in hybrid modes); higher is
+   * (default 1 for `vector_only`, `HYBRID_VECTOR_EFFORT` = 0.35 in hybrid modes); higher is
    * slower with better recall.
    */
   vectorEffort?: number;

@@ -127,11 +127,14 @@ export class ParallelBm25Search {
 
   /**
    * Starts the worker if it is not running and resolves once it can take searches (a server
-   * may call it at start so its first searches of a large KB are split too).
-   * @returns false when searches are not split here (disabled, or the worker failed).
+   * may call it at start so its first searches of a large KB are split too). With `kbs`, only
+   * when one of them holds enough chunks to be split (see {@link ParallelBm25Options.minChunks}).
+   * @returns false when searches are not split here (disabled, the worker failed, or no KB of
+   *   `kbs` is large enough).
    */
-  async warm(): Promise<boolean> {
+  async warm(kbs?: readonly string[]): Promise<boolean> {
     if (!this.enabled || this.failed) return false;
+    if (kbs !== undefined && !kbs.some((kb) => this.chunkCount(kb) >= this.minChunks)) return false;
     const running = this.start();
     while (Atomics.load(running.ready, 0) !== 1) {
       if (this.current !== running) return false;
@@ -151,11 +154,20 @@ export class ParallelBm25Search {
   /** The two id ranges of a split search of `kb`, or undefined to search on this thread. */
   private partsOf(kb: string, allowed: ReadonlySet<number> | undefined) {
     if (!this.enabled || this.failed || allowed !== undefined) return undefined;
-    this.chunksOf ??= this.db.prepare("SELECT chunks FROM kb_stats WHERE kb = ?").pluck();
-    const chunks = (this.chunksOf.get(kb) as number | undefined) ?? 0;
-    if (chunks < this.minChunks) return undefined;
+    if (this.chunkCount(kb) < this.minChunks) return undefined;
     const parts = this.bm25.searchParts(kb, 2);
     return parts.length === 2 ? (parts as [(typeof parts)[0], (typeof parts)[0]]) : undefined;
+  }
+
+  /** Are keyword searches of `kb` (without a filter) split over two threads when the worker runs? */
+  splits(kb: string): boolean {
+    return this.enabled && !this.failed && this.chunkCount(kb) >= this.minChunks;
+  }
+
+  /** Chunks of `kb` in its keyword index (0 for an unknown KB). */
+  private chunkCount(kb: string): number {
+    this.chunksOf ??= this.db.prepare("SELECT chunks FROM kb_stats WHERE kb = ?").pluck();
+    return (this.chunksOf.get(kb) as number | undefined) ?? 0;
   }
 
   private send(to: RunningWorker, body: Request): Promise<Bm25PartResult> {

@@ -124,11 +124,15 @@ export interface RetrievalOptions {
  * Search effort of the vector list of hybrid modes, as a factor of the HNSW search list
  * that `vector_only` uses. Fused with BM25's list (weight 0.15 against 1 by default), the
  * vector list's tail matters less than it does alone: on `bench:scale`'s 100k and 1M KBs
- * half the search list leaves the hybrid top 10 almost unchanged (see the README's scale
- * section for the measured agreement) at about half the HNSW time, which bounded hybrid
- * latency at 1M chunks.
+ * a shorter list leaves the hybrid top 10 almost unchanged (see the README's scale section
+ * for the measured agreement with exact-vector hybrid). 0.35 (0.5 before): a hybrid query at
+ * 1M is CPU-bound (its BM25 halves use both cores), and the shorter list made it faster.
+ * Paired on the kept 1M KB (one process, query by query), one graph: hybrid p50 24–29 ms at
+ * 0.35 against 28–32 at 0.5; at 100k the hybrid top 10 agreed with exact-vector hybrid to
+ * 0.996 (0.998 at 0.5). With two shards (`ann.shards`) the two lists at 0.35 together cost
+ * about what one graph's list did at 0.5 (2 × 0.35 × 2.5·√(N/2) ≈ 0.5 × 2.5·√N).
  */
-export const HYBRID_VECTOR_EFFORT = 0.5;
+export const HYBRID_VECTOR_EFFORT = 0.35;
 
 /** Ranks and scores of one result at each stage, for `--explain`. */
 export interface ResultExplanation {

@@ -39,7 +39,7 @@ export type AnnRequest =
   | { id: number; op: "forget" | "isLoaded" | "indexedCount"; collection: string }
   | { id: number; op: "saveAll" | "close" };
 
-/** Page cache of the worker's connection: it reads the log and vectors being indexed, little else. */
+/** Page cache of the workers' connections (shared among the shards): they read the log and vectors being indexed, little else. */
 const WORKER_CACHE_KIB = 16_384;
 
 function main(): void {
@@ -47,7 +47,9 @@ function main(): void {
   if (!port) throw new Error("ann-worker.ts runs as a worker thread");
   const data = workerData as AnnWorkerData;
   const db = openDatabase(dirname(data.file));
-  db.pragma(`cache_size = -${WORKER_CACHE_KIB}`);
+  // The shards' workers share the budget of one.
+  const shards = data.options.shard?.count ?? 1;
+  db.pragma(`cache_size = -${Math.max(2048, Math.floor(WORKER_CACHE_KIB / shards))}`);
   const indexes = new AnnIndexes(db, data.options);
   port.on("message", (request: AnnRequest) => {
     let value: unknown = null;
@@ -55,7 +57,7 @@ function main(): void {
       switch (request.op) {
         case "candidates":
           value =
-            indexes.candidates(
+            indexes.scoredCandidates(
               request.collection,
               request.dimension,
               request.metric,
@@ -66,7 +68,7 @@ function main(): void {
             ) ?? null;
           break;
         case "sync":
-          indexes.sync(request.collection, request.dimension, request.metric);
+          value = indexes.sync(request.collection, request.dimension, request.metric);
           break;
         case "forget":
           indexes.forget(request.collection);

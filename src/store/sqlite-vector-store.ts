@@ -94,10 +94,14 @@ export class SqliteVectorStore implements VectorStore {
    * collection is large enough). Optional: searches do it themselves; calling it after an
    * ingest moves the indexing cost out of the first search. With a worker thread the update
    * runs there while the caller goes on (await the result to wait for it).
+   * @returns true when the collection has an approximate index (now loaded and up to date),
+   *   false when its searches scan exactly (small, indexes disabled, no native module).
+   * @throws KnowledgeLayerError for an unknown collection.
    */
-  async syncIndex(collection: string): Promise<void> {
+  async syncIndex(collection: string): Promise<boolean> {
     const info = this.requireCollection(collection);
-    await this.ann?.sync(collection, info.dimension, info.metric);
+    if (!this.ann) return false;
+    return (await this.ann.sync(collection, info.dimension, info.metric)) ?? false;
   }
 
   async createCollection(name: string, dimension: number, metric: Metric): Promise<void> {

@@ -4,13 +4,13 @@
  * document, deletion, and a KB dropped and re-created. The size threshold is
  * lowered so a small KB is searched through the index.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../../src/knowledge-layer.js";
 import { AnnWorkerIndexes } from "../../src/store/ann-client.js";
 import { AnnIndexes } from "../../src/store/ann-index.js";
 import { collectionOf } from "../../src/store/index.js";
 import type { ExtractedDocument } from "../../src/types.js";
-import { tempDir } from "../helpers/helpers.js";
+import { tempDir, useEnv } from "../helpers/helpers.js";
 
 const WORDS = [
   "heron",
@@ -33,15 +33,8 @@ const doc = (i: number, text?: string): ExtractedDocument => ({
 });
 const docs = Array.from({ length: 120 }, (_, i) => doc(i));
 
-let previous: string | undefined;
-beforeAll(() => {
-  previous = process.env.KL_ANN_MIN_RECORDS;
-  process.env.KL_ANN_MIN_RECORDS = "50";
-});
-afterAll(() => {
-  if (previous === undefined) delete process.env.KL_ANN_MIN_RECORDS;
-  else process.env.KL_ANN_MIN_RECORDS = previous;
-});
+// Small KBs are searched through the HNSW index.
+useEnv("KL_ANN_MIN_RECORDS", "50");
 
 // The indexes run on a worker thread by default; `KL_ANN_WORKER=0` keeps them in process.
 describe.each([
@@ -121,5 +114,23 @@ describe.each([
     expect(after.length).toBe(5);
     for (const h of after) expect(fresh.has(h.id)).toBe(true);
     expect(await kl.store.ann?.isLoaded(collection)).toBe(true);
+  });
+
+  it("warm() loads the index of a reopened KB before its first search, and only of KBs large enough", async () => {
+    await kl.createKb("notes");
+    await kl.ingestDocuments(docs, { kb: "notes" });
+    await kl.createKb("few");
+    await kl.ingestDocuments(docs.slice(0, 10), { kb: "few" });
+    await kl.close();
+    kl = KnowledgeLayer.open({ dataDir: tmp.dir, cache: { type: "none" } });
+    const collection = collectionOf((await kl.getKb("notes")).config);
+    expect(await kl.store.ann?.isLoaded(collection)).toBe(false);
+    const report = await kl.warm();
+    expect(report).toEqual({ vectorIndexes: ["notes"], keywordThreads: [] });
+    expect(await kl.store.ann?.isLoaded(collection)).toBe(true);
+    expect(await kl.store.ann?.indexedCount(collection)).toBe(120);
+    // The warmed index answers as an exact scan would at the top.
+    const query = "the violin beside the glacier";
+    expect((await vectorSearch(kl, query))[0]?.id).toBe((await vectorSearch(kl, query, true))[0]?.id);
   });
 });

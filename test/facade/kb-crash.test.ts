@@ -9,11 +9,11 @@
  */
 import { spawnSync } from "node:child_process";
 import { join, resolve } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { KnowledgeLayer } from "../../src/knowledge-layer.js";
 import { collectionOf } from "../../src/store/index.js";
 import type { ExtractedDocument } from "../../src/types.js";
-import { tempDir } from "../helpers/helpers.js";
+import { tempDir, useEnv } from "../helpers/helpers.js";
 import { CRASH_KB, crashDoc, FIRST_RUN, SECOND_RUN } from "./kb-crash-child.js";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
@@ -26,15 +26,8 @@ const QUERIES = [
   "ember willow",
 ];
 
-let previous: string | undefined;
-beforeAll(() => {
-  previous = process.env.KL_ANN_MIN_RECORDS;
-  process.env.KL_ANN_MIN_RECORDS = "50";
-});
-afterAll(() => {
-  if (previous === undefined) delete process.env.KL_ANN_MIN_RECORDS;
-  else process.env.KL_ANN_MIN_RECORDS = previous;
-});
+// Small KBs are searched through the HNSW index.
+useEnv("KL_ANN_MIN_RECORDS", "50");
 
 /** Keyword top 10 as (text, score) pairs (each note's text is unique), ties in text order. */
 async function keyword(kl: KnowledgeLayer): Promise<string[][]> {

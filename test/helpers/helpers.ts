@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { ExtractionError } from "../../src/errors.js";
 
 /** Absolute path of the shared data folder (`../shared` beside the repository). */
@@ -13,6 +13,22 @@ export const SHARED = existsSync(sharedGuess) ? realpathSync(sharedGuess) : shar
 
 /** Path inside `../shared/data/docs`. */
 export const docsPath = (...parts: string[]): string => join(SHARED, "data", "docs", ...parts);
+
+/**
+ * Sets environment variable `name` to `value` for the tests of the calling file (or
+ * `describe` block), restoring its previous value (or absence) after them.
+ */
+export function useEnv(name: string, value: string): void {
+  let previous: string | undefined;
+  beforeAll(() => {
+    previous = process.env[name];
+    process.env[name] = value;
+  });
+  afterAll(() => {
+    if (previous === undefined) delete process.env[name];
+    else process.env[name] = previous;
+  });
+}
 
 /** Creates a temporary directory; returns it and a cleanup function. */
 export function tempDir(prefix = "kl-test-"): { dir: string; cleanup: () => void } {

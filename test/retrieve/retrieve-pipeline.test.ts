@@ -466,7 +466,7 @@ describe("vector search effort", () => {
       { effort: 2, exact: undefined },
       { effort: 1, exact: true },
     ]);
-    expect(HYBRID_VECTOR_EFFORT).toBe(0.5);
+    expect(HYBRID_VECTOR_EFFORT).toBe(0.35);
     // Through the facade, a vectorEffort that is not a positive number is refused by name.
     for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, "2"]) {
       await expect(kl.search("full sun", { kbs: ["garden"], vectorEffort: bad as number })).rejects.toThrow(

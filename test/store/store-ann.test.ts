@@ -2,7 +2,8 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { setAnnWarn, setUsearchLoader } from "../../src/store/ann-index.js";
+import { mergeCandidates } from "../../src/store/ann-client.js";
+import { AnnIndexes, setAnnWarn, setUsearchLoader } from "../../src/store/ann-index.js";
 import type { VectorRecord } from "../../src/store/contract.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
 import { SqliteVectorStore } from "../../src/store/sqlite-vector-store.js";
@@ -10,8 +11,11 @@ import { tempDir } from "../helpers/helpers.js";
 
 const DIM = 48;
 const ANN = { minRecords: 300, threads: 1 };
-/** Whether the stores of the running suite keep their indexes on a worker thread. */
+/** Whether the stores of the running suite keep their indexes on worker threads, and in how many shards. */
 let inWorker = true;
+let shards = 2;
+/** Index files a collection has after a save: one per shard on workers, one in process. */
+const filesPerCollection = (): number => (inWorker ? shards : 1);
 
 /** Deterministic clustered unit vectors: `clusters` centres plus Gaussian noise. */
 function generator(seed: number, clusters = 40) {
@@ -43,7 +47,7 @@ const cleanups: (() => void)[] = [];
 
 function open(dir: string): { db: Db; store: SqliteVectorStore } {
   const db = openDatabase(dir);
-  const store = new SqliteVectorStore(db, { ann: { ...ANN, worker: inWorker } });
+  const store = new SqliteVectorStore(db, { ann: { ...ANN, worker: inWorker, shards } });
   opened.push({ db, store });
   return { db, store };
 }
@@ -78,11 +82,13 @@ async function recallAt10(
 }
 
 describe.each([
-  ["on a worker thread", true],
-  ["in process", false],
-])("embedded store: approximate (HNSW) index %s", (_, worker) => {
+  ["on two worker threads (two shards)", true, 2],
+  ["on a worker thread (one shard)", true, 1],
+  ["in process", false, 1],
+])("embedded store: approximate (HNSW) index %s", (_, worker, shardCount) => {
   beforeEach(() => {
     inWorker = worker;
+    shards = shardCount;
   });
   it("answers with recall@10 >= 0.95 against exact search and uses the index", async () => {
     const dir = newDir();
@@ -94,7 +100,9 @@ describe.each([
     expect(await recallAt10(store, "kb_a", queries)).toBeGreaterThanOrEqual(0.95);
     expect(await store.ann?.isLoaded("kb_a")).toBe(true);
     await store.close();
-    expect(readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"))).toHaveLength(1);
+    expect(readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"))).toHaveLength(
+      filesPerCollection(),
+    );
   });
 
   it("searches small collections exactly without building an index", async () => {
@@ -145,7 +153,7 @@ describe.each([
     await first.store.close();
     first.db.close();
     const files = readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"));
-    expect(files).toHaveLength(1);
+    expect(files).toHaveLength(filesPerCollection());
     writeFileSync(join(dir, "kl-ann", files[0] as string), "not an index");
     const second = open(dir);
     const probe = stored[123] as VectorRecord;
@@ -317,6 +325,185 @@ describe.each([
     } finally {
       setAnnWarn(previousWarn);
       setUsearchLoader(previousLoader);
+    }
+  });
+});
+
+describe("embedded store: sharded approximate index", () => {
+  it("merges shard candidates by distance, k at most, lower shard first on ties", () => {
+    const a = { keys: [1, 3, 5], distances: [0.1, 0.3, 0.5] };
+    const b = { keys: [2, 4], distances: [0.2, 0.3] };
+    expect(mergeCandidates([a, b], 4)).toEqual([1, 2, 3, 4]);
+    expect(mergeCandidates([a, b], 10)).toEqual([1, 2, 3, 4, 5]);
+    expect(mergeCandidates([a], 2)).toEqual([1, 3]);
+    expect(mergeCandidates([{ keys: [], distances: [] }, b], 1)).toEqual([2]);
+  });
+
+  it("prunes the log only through what every shard's newest file covers", async () => {
+    const dir = newDir();
+    const db = openDatabase(dir);
+    const store = new SqliteVectorStore(db, { ann: false });
+    opened.push({ db, store });
+    const make = generator(12);
+    await store.createCollection("kb", DIM, "cosine");
+    await store.addBatch("kb", records(make, 0, 700));
+    const logged = (): number =>
+      (db.prepare("SELECT count(*) AS n FROM vec_ann_log WHERE collection = 'kb'").get() as { n: number }).n;
+    expect(logged()).toBe(700);
+    const shard = (index: number) =>
+      new AnnIndexes(db, { ...ANN, dir: join(dir, "kl-ann"), shard: { index, count: 2 } });
+    const even = shard(0);
+    expect(even.sync("kb", DIM, "cosine")).toBe(true);
+    expect(even.indexedCount("kb")).toBe(350);
+    // Shard 1 has no file yet: its records must stay in the log.
+    expect(logged()).toBe(700);
+    const odd = shard(1);
+    expect(odd.sync("kb", DIM, "cosine")).toBe(true);
+    expect(odd.indexedCount("kb")).toBe(350);
+    expect(logged()).toBe(0);
+    expect(readdirSync(join(dir, "kl-ann")).sort()).toEqual([
+      expect.stringMatching(/\.s0of2\.usearch$/),
+      expect.stringMatching(/\.s1of2\.usearch$/),
+    ]);
+    // Each shard finds its own records: rowids 1..700, odd ones in shard 1.
+    const probe = (await store.get("kb", ["r10"]))[0] as VectorRecord;
+    const hits = [
+      ...(even.candidates("kb", DIM, "cosine", probe.vector, 1) ?? []),
+      ...(odd.candidates("kb", DIM, "cosine", probe.vector, 1) ?? []),
+    ];
+    expect(hits).toContain(11);
+    expect(() => new AnnIndexes(db, { shard: { index: 2, count: 2 } })).toThrow(/shard 2 of 2/);
+  });
+
+  const usearchFilesOf = (dir: string) =>
+    readdirSync(join(dir, "kl-ann")).filter((f) => f.endsWith(".usearch"));
+  const withShards = (dir: string, count: number, otherSplitEntries?: number) => {
+    const db = openDatabase(dir);
+    const store = new SqliteVectorStore(db, {
+      ann: { ...ANN, worker: true, shards: count, otherSplitEntries },
+    });
+    opened.push({ db, store });
+    return { db, store };
+  };
+
+  it("rebuilds an index saved with another shard count, and removes its files once they are stale", async () => {
+    const dir = newDir();
+    const make = generator(13);
+    const stored = records(make, 0, 800);
+    const usearchFiles = () => usearchFilesOf(dir);
+    const one = withShards(dir, 1);
+    await one.store.createCollection("kb", DIM, "cosine");
+    await one.store.addBatch("kb", stored);
+    expect(await one.store.syncIndex("kb")).toBe(true);
+    await one.store.close();
+    await one.store.addBatch("kb", records(make, 800, 5, "after"));
+    one.db.close();
+    expect(usearchFiles()).toEqual([expect.not.stringMatching(/\.s\d+of\d+\./)]);
+
+    // The single file is 5 log entries behind: with a window of 0 entries it is stale.
+    const two = withShards(dir, 2, 0);
+    const probe = stored[321] as VectorRecord;
+    expect((await two.store.search("kb", probe.vector, { topK: 1 }))[0]?.id).toBe(probe.id);
+    expect(await two.store.ann?.indexedCount("kb")).toBe(805);
+    await two.store.close();
+    two.db.close();
+    expect(usearchFiles().sort()).toEqual([
+      expect.stringMatching(/\.s0of2\.usearch$/),
+      expect.stringMatching(/\.s1of2\.usearch$/),
+    ]);
+  });
+
+  it("two processes with different shard counts keep each other's recent files and the log they need", async () => {
+    const dir = newDir();
+    const make = generator(14);
+    const one = withShards(dir, 1);
+    const two = withShards(dir, 2);
+    await one.store.createCollection("kb", DIM, "cosine");
+    await one.store.addBatch("kb", records(make, 0, 700));
+    expect(await one.store.syncIndex("kb")).toBe(true);
+    expect(await two.store.syncIndex("kb")).toBe(true);
+    const files = usearchFilesOf(dir).sort();
+    expect(files).toHaveLength(3);
+    // More writes and saves by the one-shard process: the two-shard files stay, and the log
+    // is not pruned past them, so the two-shard process catches up without a rebuild.
+    const late = records(make, 700, 1200, "late");
+    await one.store.addBatch("kb", late);
+    await one.store.syncIndex("kb");
+    const after = usearchFilesOf(dir);
+    for (const name of files.filter((f) => /\.s\dof2\./.test(f))) expect(after).toContain(name);
+    const pruned = one.db
+      .prepare("SELECT pruned_through FROM vec_ann_state WHERE collection = 'kb'")
+      .pluck()
+      .get();
+    const twoSeq = Math.min(...files.filter((f) => /\.s\dof2\./.test(f)).map((f) => Number(f.split(".")[1])));
+    expect(pruned).toBeLessThanOrEqual(twoSeq);
+    for (const record of late.slice(0, 5))
+      expect((await two.store.search("kb", record.vector, { topK: 1 }))[0]?.id).toBe(record.id);
+    expect(await two.store.ann?.indexedCount("kb")).toBe(1900);
+  });
+
+  it("an index rebuilt after pruning emptied the log is named with the last sequence, so it is not rebuilt again", async () => {
+    const dir = newDir();
+    const make = generator(15);
+    const first = withShards(dir, 1);
+    await first.store.createCollection("kb", DIM, "cosine");
+    const stored = records(make, 0, 600);
+    await first.store.addBatch("kb", stored);
+    await first.store.syncIndex("kb");
+    await first.store.close();
+    const logged = first.db.prepare("SELECT count(*) FROM vec_ann_log").pluck().get();
+    expect(logged).toBe(0);
+    first.db.close();
+    const [name] = usearchFilesOf(dir);
+    writeFileSync(join(dir, "kl-ann", name as string), "not an index");
+    const second = withShards(dir, 1);
+    const probe = stored[42] as VectorRecord;
+    expect((await second.store.search("kb", probe.vector, { topK: 1 }))[0]?.id).toBe(probe.id);
+    const rebuilt = usearchFilesOf(dir);
+    expect(rebuilt).toHaveLength(1);
+    expect(Number((rebuilt[0] as string).split(".")[1])).toBe(600);
+    // Searching again uses the rebuilt index (no second rebuild: the file stays the same).
+    expect((await second.store.search("kb", probe.vector, { topK: 1 }))[0]?.id).toBe(probe.id);
+    expect(usearchFilesOf(dir)).toEqual(rebuilt);
+  });
+
+  it("refuses an ann.shards option that is not a whole number from 1 to 64", () => {
+    const db = openDatabase(newDir());
+    opened.push({ db, store: new SqliteVectorStore(db, { ann: false }) });
+    for (const bad of [0, -1, 2.5, 65, Number.NaN])
+      expect(
+        () => new SqliteVectorStore(db, { ann: { worker: true, shards: bad, dir: join(newDir(), "a") } }),
+      ).toThrow(`ann.shards must be a whole number from 1 to 64, not ${bad}`);
+  });
+
+  it("refuses a $KL_ANN_MIN_RECORDS that is not a whole number, naming it", () => {
+    const db = openDatabase(newDir());
+    opened.push({ db, store: new SqliteVectorStore(db, { ann: false }) });
+    for (const bad of ["abc", "-5", "1.5"]) {
+      process.env.KL_ANN_MIN_RECORDS = bad;
+      try {
+        for (const worker of [true, false])
+          expect(() => new SqliteVectorStore(db, { ann: { worker, dir: join(newDir(), "a") } })).toThrow(
+            `$KL_ANN_MIN_RECORDS must be a whole number of vectors, not "${bad}"`,
+          );
+      } finally {
+        delete process.env.KL_ANN_MIN_RECORDS;
+      }
+    }
+  });
+
+  it("refuses a $KL_ANN_SHARDS that is not a whole number from 1 to 64, naming it", () => {
+    const db = openDatabase(newDir());
+    opened.push({ db, store: new SqliteVectorStore(db, { ann: false }) });
+    for (const bad of ["0", "two", "1.5", "65"]) {
+      process.env.KL_ANN_SHARDS = bad;
+      try {
+        expect(() => new SqliteVectorStore(db, { ann: { worker: true, dir: join(newDir(), "a") } })).toThrow(
+          `$KL_ANN_SHARDS must be a whole number from 1 to 64, not "${bad}"`,
+        );
+      } finally {
+        delete process.env.KL_ANN_SHARDS;
+      }
     }
   });
 });

@@ -4,6 +4,7 @@ import { KnowledgeLayer } from "../../knowledge-layer.js";
 import { isLoopback, serveHttp } from "../../mcp/http.js";
 import { resolveIngestRoot } from "../../mcp/ingest-root.js";
 import { serveStdio } from "../../mcp/stdio.js";
+import { warmInBackground } from "../data-dir.js";
 
 /** Default port of `kl mcp --http`. */
 export const DEFAULT_MCP_PORT = 3334;
@@ -108,10 +109,16 @@ export function registerMcpCommand(program: Command): void {
         await kl.close();
         throw err;
       }
-      const onSignal = (): void => void stop();
+      let stopping = false;
+      void warmInBackground(kl, log, () => stopping);
+      const onSignal = (): void => {
+        stopping = true;
+        void stop();
+      };
       process.once("SIGINT", onSignal);
       process.once("SIGTERM", onSignal);
       await stopped;
+      stopping = true;
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
       await kl.close();

@@ -16,7 +16,7 @@ import {
   DEFAULT_MAX_FILE_BYTES,
   DEFAULT_MAX_FILES,
 } from "../../server/app.js";
-import { openTenantScoped } from "../data-dir.js";
+import { openTenantScoped, warmInBackground } from "../data-dir.js";
 import { printNewKey } from "./apikey.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -106,8 +106,13 @@ export function registerServeCommand(program: Command): void {
       }
       if ((await kl.listApiKeys()).length === 0)
         console.error("kl serve: no API keys yet; create one with: kl apikey create TENANT");
+      let stopping = false;
+      void warmInBackground(
+        kl,
+        (message) => console.error(`kl serve: ${message}`),
+        () => stopping,
+      );
       await new Promise<void>((resolve) => {
-        let stopping = false;
         const stop = (signal: NodeJS.Signals): void => {
           if (stopping) process.exit(1);
           stopping = true;
