@@ -51,8 +51,8 @@
  * - Recall@10 vs exact: exact = brute-force cosine in JS over every vector stored
  *   in the KB's collection (read from the store's table); a returned id counts as a hit when its
  *   exact cosine is ≥ the exact 10th best (ties count).
- * - Hybrid top-10 agreement: hybrid's vector list searches the HNSW index with half
- *   vector_only's search list (HYBRID_VECTOR_EFFORT); for the first 50 queries, the share
+ * - Hybrid top-10 agreement: hybrid's vector list searches the HNSW index with a shorter
+ *   search list than vector_only's (HYBRID_VECTOR_EFFORT, 0.35 of it); for the first 50 queries, the share
  *   of its top 10 that the same hybrid search over exact vectors (`exactVectors`) returns.
  * - LanceDB 0.31 (in its own process, same chunk ids, texts and vectors): flat
  *   vector search, then an IVF-PQ index (defaults, cosine) and an FTS index on

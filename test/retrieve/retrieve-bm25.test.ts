@@ -10,7 +10,7 @@ import {
 } from "../../src/retrieve/bm25.js";
 import { ANALYZERS, type Analyzer, tokenize } from "../../src/retrieve/tokenizer.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
-import { SHARED, tempDir } from "../helpers/helpers.js";
+import { docsPath, SHARED, tempDir } from "../helpers/helpers.js";
 
 /*
  * Hand-computed BM25 (k1 = 1.2, b = 0.75, Lucene IDF ln(1 + (N − n + 0.5)/(n + 0.5)),
@@ -242,6 +242,30 @@ describe("case B27: identifiers, hex ids, hyphenated codes, trailing punctuation
       "wurde",
       "zurückgesetzt",
     ]);
+  });
+});
+
+describe("tokenize: the ASCII path", () => {
+  // ASCII text skips NFKC and the Unicode word pattern; appending one non-ASCII word sends the
+  // same text down the Unicode path, which must give the same terms plus that word's.
+  const files = [
+    docsPath("markdown", "rust_book_src", "ch04-01-what-is-ownership.md"),
+    docsPath("code", "expressjs+express", "lib", "response.js"),
+    docsPath("code", "psf+requests", "src", "requests", "sessions.py"),
+  ];
+  it.each(files)("gives the Unicode path's terms on real text, every analyzer: %s", (file) => {
+    const lines = readFileSync(file, "utf8")
+      .split("\n")
+      .filter((l) => !/[\u0080-\uffff]/.test(l));
+    expect(lines.length).toBeGreaterThan(50);
+    for (const options of [{}, { stem: false, stopWords: false }, { cjk: "bigram" as const }]) {
+      for (let i = 0; i < lines.length; i += 20) {
+        const text = lines.slice(i, i + 20).join("\n");
+        const unicode = tokenize(`${text} é`, options);
+        expect(unicode.pop()).toBe("é");
+        expect(tokenize(text, options)).toEqual(unicode);
+      }
+    }
   });
 });
 
