@@ -127,14 +127,12 @@ export class ParallelBm25Search {
 
   /**
    * Starts the worker if it is not running and resolves once it can take searches (a server
-   * may call it at start so its first searches of a large KB are split too). With `kbs`, only
-   * when one of them holds enough chunks to be split (see {@link ParallelBm25Options.minChunks}).
-   * @returns false when searches are not split here (disabled, the worker failed, or no KB of
-   *   `kbs` is large enough).
+   * may call it at start so its first searches of a large KB are split too; {@link splits}
+   * tells whether a KB is large enough for that).
+   * @returns false when searches are not split here (disabled, or the worker failed).
    */
-  async warm(kbs?: readonly string[]): Promise<boolean> {
+  async warm(): Promise<boolean> {
     if (!this.enabled || this.failed) return false;
-    if (kbs !== undefined && !kbs.some((kb) => this.chunkCount(kb) >= this.minChunks)) return false;
     const running = this.start();
     while (Atomics.load(running.ready, 0) !== 1) {
       if (this.current !== running) return false;

@@ -895,19 +895,17 @@ describe("keyword search cut into parts along segments (two threads on large KBs
     }
     const small = new ParallelBm25Search(db, bm25, { minChunks: 1_000_000, enabled: true });
     expect(small.splits("parts")).toBe(false);
-    // Warming for KBs under the threshold starts no thread.
-    expect(await small.warm(["parts", "no-such-kb"])).toBe(false);
     expect(await small.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS)).toEqual(
       bm25.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS),
     );
     expect(small.stats).toEqual({ split: 0, single: 1 });
     await small.close();
-    // Over the threshold, warming for the KB starts the worker: the next search is split.
+    // Over the threshold, warming starts the worker: the next search is split.
     const large = new ParallelBm25Search(db, bm25, { minChunks: 1, enabled: true });
     try {
       expect(large.splits("parts")).toBe(true);
       expect(large.splits("no-such-kb")).toBe(false);
-      expect(await large.warm(["parts"])).toBe(true);
+      expect(await large.warm()).toBe(true);
       expect(await large.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS)).toEqual(
         bm25.search("parts", "alpha beta", 5, DEFAULT_BM25_PARAMS),
       );
