@@ -262,7 +262,9 @@ export function formatSearchResults(r: SearchResponse): string {
       : reranks
         ? " (no reranker available: ranked as hybrid)"
         : "";
-  out.push(`${r.results.length} result${r.results.length === 1 ? "" : "s"}, ${r.mode}${how}, ${r.cached ? "cached, " : ""}${r.tookMs} ms`);
+  out.push(
+    `${r.results.length} result${r.results.length === 1 ? "" : "s"}, ${r.mode}${how}, ${r.cached ? "cached, " : ""}${r.tookMs} ms`,
+  );
   return terminalSafe(out.join("\n"));
 }
 
