@@ -34,6 +34,7 @@ import type {
   SearchOptions,
   SearchResponse,
 } from "./facade/types.js";
+import { ChunkWorker } from "./ingest/chunk-client.js";
 import { type IngestSummary, ingestDocuments, ingestPaths } from "./ingest/pipeline.js";
 import type { Reranker } from "./rerank/index.js";
 import type { Bm25Index } from "./retrieve/bm25.js";
@@ -114,6 +115,8 @@ export class KnowledgeLayer {
   readonly bm25: Bm25Index;
   /** Keyword search of large KBs on two threads (`retrieve/bm25-parallel.ts`). */
   private readonly keywordSearch: ParallelBm25Search;
+  /** Chunks and analyses sources of large ingests on a worker thread (`ingest/chunk-client.ts`). */
+  private readonly chunkWorker: ChunkWorker | undefined;
   /**
    * The catalog behind the contract of `store/catalog-contract.ts` (the embedded SQLite
    * database today). The facade's asynchronous operations go through it.
@@ -134,18 +137,21 @@ export class KnowledgeLayer {
     /** See {@link OpenOptions.offThread}. */
     readonly offThread = false,
     private readonly cacheScope?: (kb: string) => string,
+    chunkThread = true,
   ) {
     this.backend = new SqliteCatalogBackend(db);
     this.catalog = this.backend.catalog;
     this.store = new SqliteVectorStore(db);
     this.bm25 = this.backend.bm25;
     this.keywordSearch = new ParallelBm25Search(db, this.bm25);
+    this.chunkWorker = chunkThread ? new ChunkWorker() : undefined;
     this.parts = {
       db,
       catalog: this.catalog,
       store: this.store,
       bm25: this.bm25,
       keywordSearch: this.keywordSearch,
+      chunkWorker: this.chunkWorker,
       backend: this.backend,
       jobs: this.backend.jobRows,
       cache,
@@ -179,6 +185,7 @@ export class KnowledgeLayer {
       cache,
       options.offThread === true,
       options.cacheScope,
+      options.chunkThread !== false,
     );
   }
 
@@ -196,6 +203,7 @@ export class KnowledgeLayer {
       // An unsaved approximate index is rebuilt from the log on the next open.
     }
     const keywordWorker = this.keywordSearch.close().catch(() => undefined);
+    const chunkWorker = this.chunkWorker?.close().catch(() => undefined);
     releaseFreePages(this.db);
     this.db.close();
     const stores = [...this.stores.values()];
@@ -203,6 +211,7 @@ export class KnowledgeLayer {
     await Promise.allSettled([
       indexes,
       keywordWorker,
+      chunkWorker,
       ...stores.map(async (s) => (await s).close()),
       this.cache.close(),
     ]);

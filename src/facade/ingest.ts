@@ -40,6 +40,7 @@ export async function ingestContext(parts: FacadeParts, options: IngestOptions):
     signal: options.signal,
     userMetadata,
     situator: parts.situator(kb.config),
+    chunkWorker: parts.chunkWorker,
     onUnitWritten: job
       ? (unit) =>
           parts.jobs.recordDocuments(

@@ -7,6 +7,7 @@ import type { Cache } from "../cache/index.js";
 import type { ChunkSituator } from "../chunk/llm-context.js";
 import type { KnowledgeBaseConfig } from "../config.js";
 import type { CachedEmbedder } from "../embed/cache.js";
+import type { ChunkWorker } from "../ingest/chunk-client.js";
 import type { Bm25Index } from "../retrieve/bm25.js";
 import type { ParallelBm25Search } from "../retrieve/bm25-parallel.js";
 import type { PipelineReranker, QueryExpander } from "../retrieve/search.js";
@@ -30,6 +31,8 @@ export interface FacadeParts {
   readonly keywordSearch: ParallelBm25Search;
   /** The catalog behind the contract of `store/catalog-contract.ts`. */
   readonly backend: SqliteCatalogBackend;
+  /** The chunking worker of ingest runs (see `OpenOptions.chunkThread`), or undefined. */
+  readonly chunkWorker?: ChunkWorker;
   /** The ingest jobs' rows (synchronous, for the ingest transaction). */
   readonly jobs: JobStore;
   /** Search-result and query-embedding cache. */

@@ -145,6 +145,13 @@ export interface OpenOptions {
    * without a database is then an error naming the path, and nothing is created.
    */
   create?: boolean;
+  /**
+   * Chunk and analyse (tokenize for BM25) on a worker thread during ingests of 16 or more
+   * sources, ahead of the calling thread, which embeds and commits: two cores busy instead
+   * of one (default true). Runs with `embedding_semantic` chunking or LLM context always
+   * chunk on the calling thread. The worker starts on first use and ends with `close()`.
+   */
+  chunkThread?: boolean;
 }
 
 /** Options for ingest calls. */

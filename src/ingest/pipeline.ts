@@ -10,7 +10,7 @@ import { CachedEmbedder } from "../embed/cache.js";
 import type { Embedder } from "../embed/contract.js";
 import { ConfigError, ExtractionError, KnowledgeLayerError } from "../errors.js";
 import { discoverSources, extractFile, frontMatterTags } from "../extract/index.js";
-import { analyzeChunk, type Bm25Index } from "../retrieve/bm25.js";
+import { type AnalyzedChunk, analyzeChunk, type Bm25Index } from "../retrieve/bm25.js";
 import type { FilterScalar } from "../retrieve/filter.js";
 import { redactText } from "../secrets.js";
 import type { Catalog } from "../store/catalog.js";
@@ -18,6 +18,7 @@ import type { VectorRecord, VectorStore } from "../store/contract.js";
 import { SOURCE_FILTER_FIELDS } from "../store/filter-sql.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, DocumentMetadata, ExtractedDocument, SourceType } from "../types.js";
+import { type ChunkedDocument, type ChunkWorker, ChunkWorkerFailure } from "./chunk-client.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
 export const PIPELINE_VERSION = 7;
@@ -120,6 +121,12 @@ export interface IngestContext {
   userMetadata?: UserMetadata;
   /** Writes LLM context for each chunk (the KB's `chunking.contextLlm`); absent when it has none. */
   situator?: ChunkSituator;
+  /**
+   * Chunks and analyses sources on a worker thread while this one embeds and commits,
+   * in runs of at least {@link CHUNK_WORKER_MIN_SOURCES} sources (not with
+   * `embedding_semantic` chunking or LLM context); absent: everything on this thread.
+   */
+  chunkWorker?: ChunkWorker;
   /**
    * Called inside the transaction that writes a source's documents (a savepoint of the
    * group's transaction with the embedded store), once per source written: what it writes
@@ -328,7 +335,8 @@ interface PreparedUnit {
   unit: SourceUnit;
   /** The unit had documents before this run. */
   replaces: boolean;
-  docs: { doc: ExtractedDocument; chunks: Chunk[] }[];
+  /** Per document: its chunks and, when chunked on the worker, their BM25 analyses. */
+  docs: { doc: ExtractedDocument; chunks: Chunk[]; analyzed?: AnalyzedChunk[] }[];
   /** Warnings reported for the unit's documents (also in the run's summary). */
   warnings: IngestIssue[];
   vectors?: (Float32Array | undefined)[];
@@ -510,6 +518,33 @@ export async function ingestDocuments(
 const FLUSH_CHUNKS = 256;
 
 /**
+ * Sources an ingest run needs before it chunks on a worker thread ({@link ChunkWorker}): a
+ * worker takes ~0.1–0.3 s to start, and a run of one large source gains nothing from it
+ * (the calling thread would wait for the chunks).
+ */
+export const CHUNK_WORKER_MIN_SOURCES = 16;
+/** Sources begun (loaded, sent to the chunking worker) ahead of the one being finished. */
+const CHUNK_WORKER_AHEAD_SOURCES = 128;
+/** Loaded text ahead (UTF-16 code units) past which no further source is begun. */
+const CHUNK_WORKER_AHEAD_CHARS = 8_000_000;
+
+/** A source begun by the ingest loop: unchanged, or being loaded and chunked. */
+type BegunUnit =
+  | { unit: SourceUnit; unchanged: true }
+  | { unit: SourceUnit; unchanged: false; work: Promise<LoadedUnit> };
+
+/** A begun source once loaded (and, on the worker, chunked and analysed). */
+interface LoadedUnit {
+  docs: ExtractedDocument[];
+  userMetadata: StoredUserMetadata;
+  /** Per document, from the chunking worker; undefined when chunked on this thread. */
+  chunked?: ChunkedDocument[];
+  replaces: boolean;
+  /** The documents' text length (UTF-16 code units). */
+  chars: number;
+}
+
+/**
  * The KB's chunker. `embedding_semantic` gets `ctx.chunkingEmbedder` (else
  * `ctx.embedder`) and the KB's embedding batch size.
  * @throws ConfigError when `embedding_semantic` has no embedder to use.
@@ -683,12 +718,24 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     pendingChunks = 0;
   };
 
-  let done = 0;
-  for (const unit of units) {
-    if (ctx.signal?.aborted) {
-      stopped = true;
-      break;
-    }
+  // With many sources, a worker thread chunks and analyses the next ones while this thread
+  // embeds and commits (see ChunkWorker). Sources are begun in order — their unchanged check
+  // and load run here, one load at a time — and finished in order, so the run's outcome is
+  // the same as one source after another. Only chunkers that need nothing but the document
+  // go to the worker, and only when no path repeats (a repeated path's check must see the
+  // earlier one written).
+  const worker =
+    ctx.chunkWorker &&
+    config.chunking.strategy !== "embedding_semantic" &&
+    !ctx.situator &&
+    units.length >= CHUNK_WORKER_MIN_SOURCES &&
+    new Set(units.map((u) => u.path)).size === units.length
+      ? ctx.chunkWorker
+      : undefined;
+  let previousLoad: Promise<unknown> = Promise.resolve();
+  /** Text of loaded sources not yet finished (UTF-16 code units), bounds the look-ahead. */
+  let aheadChars = 0;
+  const begin = (unit: SourceUnit): BegunUnit => {
     const existing = catalog.documentsByPath(kb, unit.path);
     // User metadata sticks to a source's documents (see UserMetadata): this run's changes
     // apply over what they carry, and the unit is unchanged only if the result is too.
@@ -699,60 +746,110 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
     const unchanged =
       existing.length > 0 &&
       existing.every((d) => d.contentHash === expected && d.pipelineHash === hash && (d.embedded || !embed));
-    if (unchanged) {
+    if (unchanged) return { unit, unchanged: true };
+    const load = previousLoad.then(() => unit.load());
+    previousLoad = load.catch(() => undefined);
+    const work = (async (): Promise<LoadedUnit> => {
+      const loaded = await load;
+      const first = loaded[0]?.metadata.tags;
+      const userMetadata = userMetadataFor(Array.isArray(first) ? first.map(String) : []);
+      const docs = loaded.map((d) => withUserMetadata(d, userMetadata));
+      const chars = docs.reduce((n, d) => n + d.text.length, 0);
+      aheadChars += chars;
+      let chunked: ChunkedDocument[] | undefined;
+      if (worker) {
+        try {
+          chunked = await worker.prepare(config.chunking, config.retrieval.analyzer, docs);
+        } catch (error) {
+          // The worker failed (not the document): chunk on this thread instead.
+          if (!(error instanceof ChunkWorkerFailure)) throw error;
+        }
+      }
+      return { docs, userMetadata, chunked, replaces: existing.length > 0, chars };
+    })();
+    // Awaited by finish(); a source never finished (a stopped run) must not reject unhandled.
+    work.catch(() => undefined);
+    return { unit, unchanged: false, work };
+  };
+  const finish = async (begun: BegunUnit): Promise<void> => {
+    const { unit } = begun;
+    if (begun.unchanged) {
       summary.unchanged++;
-    } else {
-      try {
-        const loaded = await unit.load();
-        const first = loaded[0]?.metadata.tags;
-        const userMetadata = userMetadataFor(Array.isArray(first) ? first.map(String) : []);
-        const docs = loaded.map((d) => withUserMetadata(d, userMetadata));
-        const prepared: PreparedUnit = {
-          unit: { ...unit, contentHash: unitHash(unit.contentHash, userMetadata) },
-          replaces: existing.length > 0,
-          docs: [],
-          warnings: [],
-        };
-        const warn = (issue: IngestIssue): void => {
-          summary.warnings.push(issue);
-          prepared.warnings.push(issue);
-        };
-        for (const doc of docs) {
-          for (const warning of doc.warnings ?? []) warn({ path: doc.uri, reason: warning });
-          const chunks = await chunker.chunk(doc);
-          if (ctx.situator && chunks.length > 0) {
-            const outcome = await ctx.situator.situate(doc, chunks, chunker.limits);
-            summary.situated.written += outcome.situated - outcome.cached;
-            summary.situated.cached += outcome.cached;
-            if (outcome.failure !== undefined)
-              warn({
-                path: doc.uri,
-                reason: `LLM context written for ${outcome.situated} of ${chunks.length} chunks: ${outcome.failure}`,
-              });
-          }
-          prepared.docs.push({ doc, chunks });
-          pendingChunks += chunks.length;
-          chunkedTotal += chunks.length;
-          const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
-          if (fallback) {
+      return;
+    }
+    try {
+      const { docs, userMetadata, chunked, replaces, chars } = await begun.work;
+      aheadChars -= chars;
+      const prepared: PreparedUnit = {
+        unit: { ...unit, contentHash: unitHash(unit.contentHash, userMetadata) },
+        replaces,
+        docs: [],
+        warnings: [],
+      };
+      const warn = (issue: IngestIssue): void => {
+        summary.warnings.push(issue);
+        prepared.warnings.push(issue);
+      };
+      for (const [i, doc] of docs.entries()) {
+        for (const warning of doc.warnings ?? []) warn({ path: doc.uri, reason: warning });
+        const chunks = chunked?.[i]?.chunks ?? (await chunker.chunk(doc));
+        if (ctx.situator && chunks.length > 0) {
+          const outcome = await ctx.situator.situate(doc, chunks, chunker.limits);
+          summary.situated.written += outcome.situated - outcome.cached;
+          summary.situated.cached += outcome.cached;
+          if (outcome.failure !== undefined)
             warn({
               path: doc.uri,
-              reason: `embedding_semantic chunking fell back to fixed windows: ${String(fallback.metadata.fallbackReason)}`,
+              reason: `LLM context written for ${outcome.situated} of ${chunks.length} chunks: ${outcome.failure}`,
             });
-          }
         }
-        if (prepared.docs.every((d) => d.chunks.length === 0)) {
-          summary.errors.push({ path: unit.path, reason: "no text to index (extracted text is empty)" });
-        } else {
-          pending.push(prepared);
+        prepared.docs.push({ doc, chunks, analyzed: chunked?.[i]?.analyzed });
+        pendingChunks += chunks.length;
+        chunkedTotal += chunks.length;
+        const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
+        if (fallback) {
+          warn({
+            path: doc.uri,
+            reason: `embedding_semantic chunking fell back to fixed windows: ${String(fallback.metadata.fallbackReason)}`,
+          });
         }
-      } catch (error) {
-        summary.errors.push({ path: unit.path, reason: errorReason(error) });
       }
-      if (pendingChunks >= FLUSH_CHUNKS) await flush();
+      if (prepared.docs.every((d) => d.chunks.length === 0)) {
+        summary.errors.push({ path: unit.path, reason: "no text to index (extracted text is empty)" });
+      } else {
+        pending.push(prepared);
+      }
+    } catch (error) {
+      summary.errors.push({ path: unit.path, reason: errorReason(error) });
     }
+    if (pendingChunks >= FLUSH_CHUNKS) await flush();
+  };
+
+  const ahead: BegunUnit[] = [];
+  let next = 0;
+  for (let done = 0; done < units.length; ) {
+    if (ctx.signal?.aborted) {
+      stopped = true;
+      break;
+    }
+    // Without the worker, one source at a time (begun, then finished) as before.
+    const window = worker ? CHUNK_WORKER_AHEAD_SOURCES : 1;
+    while (
+      next < units.length &&
+      (ahead.length === 0 || (ahead.length < window && aheadChars < CHUNK_WORKER_AHEAD_CHARS))
+    ) {
+      ahead.push(begin(units[next++] as SourceUnit));
+    }
+    const begun = ahead.shift() as BegunUnit;
+    await finish(begun);
     done++;
-    ctx.onProgress?.({ phase: "source", done, total: units.length, path: unit.path, chunks: chunkedTotal });
+    ctx.onProgress?.({
+      phase: "source",
+      done,
+      total: units.length,
+      path: begun.unit.path,
+      chunks: chunkedTotal,
+    });
   }
   await flush();
   // Pending keyword postings become a segment once 2,048 have gathered, across runs (search reads them either way).
@@ -944,7 +1041,7 @@ function writeUnitRows(
     stale.push(...deleteDocument(ctx, old.id));
   }
   let v = 0;
-  for (const { doc, chunks } of prepared.docs) {
+  for (const { doc, chunks, analyzed: ready } of prepared.docs) {
     if (chunks.length === 0) continue;
     const documentId = catalog.insertDocument({
       id: ids.get(doc.uri),
@@ -963,8 +1060,8 @@ function writeUnitRows(
     documentIds.push(documentId);
     const docRecords: VectorRecord[] = [];
     const remember: [VectorRecord, string][] = [];
-    for (const chunk of chunks) {
-      const analyzed = analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
+    for (const [i, chunk] of chunks.entries()) {
+      const analyzed = ready?.[i] ?? analyzeChunk(chunk.text, config.retrieval.analyzer, doc.metadata.title);
       const chunkId = catalog.insertChunk(kb, documentId, chunk, analyzed.body, analyzed.title);
       bm25.indexAnalyzed(kb, chunkId, analyzed);
       const embedded = prepared.embedded?.[v] ?? false;

@@ -1,0 +1,144 @@
+/**
+ * Chunking and BM25 analysis on a worker thread (`chunk-worker.ts`), for ingest runs of
+ * many sources: the worker prepares the next sources while the calling thread embeds and
+ * commits the previous ones (see `ingestUnits` in `pipeline.ts`). One worker per
+ * {@link ChunkWorker}, started on first use; it holds no database connection and no
+ * state a crash could lose (what it returns is written by the calling thread, in the
+ * ingest's transactions).
+ */
+import type { Worker } from "node:worker_threads";
+import type { Chunker } from "../chunk/contract.js";
+import type { ChunkingConfig } from "../config.js";
+import { KnowledgeLayerError } from "../errors.js";
+import { type AnalyzedChunk, analyzeChunk } from "../retrieve/bm25.js";
+import type { Analyzer } from "../retrieve/tokenizer.js";
+import type { Chunk, ExtractedDocument } from "../types.js";
+import { siblingModule, startModuleWorker } from "../workers/module-worker.js";
+
+/** A request: the documents of one source, with the KB's chunking and analyzer. */
+export interface ChunkRequest {
+  id: number;
+  chunking: ChunkingConfig;
+  analyzer: Analyzer;
+  docs: ExtractedDocument[];
+}
+
+/** One document's chunks and, per chunk, its BM25 analysis ({@link analyzeChunk}). */
+export interface ChunkedDocument {
+  chunks: Chunk[];
+  analyzed: AnalyzedChunk[];
+}
+
+/** The answer to a {@link ChunkRequest}. */
+export type ChunkResponse = { id: number; docs: ChunkedDocument[] } | { id: number; error: string };
+
+/**
+ * Chunks and analyses the documents of a request: what the calling thread would do with
+ * `createChunker(chunking)` and {@link analyzeChunk} (the same code, so the same output).
+ */
+export async function chunkAndAnalyze(
+  chunker: Chunker,
+  analyzer: Analyzer,
+  docs: readonly ExtractedDocument[],
+): Promise<ChunkedDocument[]> {
+  const out: ChunkedDocument[] = [];
+  for (const doc of docs) {
+    const chunks = await chunker.chunk(doc);
+    const title = doc.metadata.title;
+    out.push({ chunks, analyzed: chunks.map((c) => analyzeChunk(c.text, analyzer, title)) });
+  }
+  return out;
+}
+
+/** A chunking request failed because the worker itself failed (not because of a document). */
+export class ChunkWorkerFailure extends KnowledgeLayerError {}
+
+interface Pending {
+  resolve(docs: ChunkedDocument[]): void;
+  reject(error: Error): void;
+}
+
+interface Running {
+  worker: Worker;
+  pending: Map<number, Pending>;
+  exited: Promise<void>;
+}
+
+/**
+ * Client of one chunking worker thread. The worker is unreferenced while idle, so it never
+ * keeps a process alive; {@link close} ends it.
+ */
+export class ChunkWorker {
+  private running: Running | undefined;
+  private nextId = 1;
+
+  /**
+   * Chunks `docs` with `chunking` and analyses every chunk with `analyzer`, on the worker
+   * (started if needed). Resolves per document, in order, to what `createChunker(chunking)`
+   * and `analyzeChunk(text, analyzer, doc.metadata.title)` give on this thread.
+   * @throws Error with the chunker's message when a document cannot be chunked;
+   *   {@link ChunkWorkerFailure} when the worker failed or exited (the caller may chunk
+   *   on its own thread instead).
+   */
+  prepare(
+    chunking: ChunkingConfig,
+    analyzer: Analyzer,
+    docs: ExtractedDocument[],
+  ): Promise<ChunkedDocument[]> {
+    const running = this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      running.pending.set(id, { resolve, reject });
+      if (running.pending.size === 1) running.worker.ref();
+      try {
+        running.worker.postMessage({ id, chunking, analyzer, docs } satisfies ChunkRequest);
+      } catch (error) {
+        // A document that cannot be cloned (it holds a function, say): chunk it here.
+        running.pending.delete(id);
+        if (running.pending.size === 0) running.worker.unref();
+        reject(new ChunkWorkerFailure(`cannot send to the chunking worker: ${(error as Error).message}`));
+      }
+    });
+  }
+
+  /** Ends the worker (pending requests fail with {@link ChunkWorkerFailure}); resolves once it has exited. */
+  async close(): Promise<void> {
+    const running = this.running;
+    if (!running) return;
+    this.running = undefined;
+    await running.worker.terminate();
+    await running.exited;
+  }
+
+  private start(): Running {
+    if (this.running) return this.running;
+    const worker = startModuleWorker(siblingModule(import.meta.url, "chunk-worker"));
+    worker.unref();
+    const pending = new Map<number, Pending>();
+    const running: Running = { worker, pending, exited: Promise.resolve() };
+    this.running = running;
+    worker.on("message", (message: ChunkResponse) => {
+      const call = pending.get(message.id);
+      if (!call) return;
+      pending.delete(message.id);
+      if (pending.size === 0) worker.unref();
+      if ("error" in message) call.reject(new Error(message.error));
+      else call.resolve(message.docs);
+    });
+    const failAll = (error: Error): void => {
+      for (const call of pending.values()) call.reject(error);
+      pending.clear();
+    };
+    worker.on("error", (error) =>
+      failAll(new ChunkWorkerFailure(`chunking worker failed: ${error.message}`)),
+    );
+    running.exited = new Promise<void>((resolve) => {
+      worker.once("exit", () => {
+        if (this.running === running) this.running = undefined;
+        failAll(new ChunkWorkerFailure("chunking worker exited"));
+        resolve();
+      });
+    });
+    return running;
+  }
+}
