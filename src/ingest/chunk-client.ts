@@ -29,32 +29,48 @@ export interface ChunkedDocument {
   analyzed: AnalyzedChunk[];
 }
 
+/**
+ * A source's documents chunked in order: `docs` holds those done; when one could not be
+ * chunked, `error` is its chunker's message and it is `docs[docs.length]` (the rest were
+ * not tried), as on the calling thread, where the chunker's throw ends the source.
+ */
+export interface ChunkedSource {
+  docs: ChunkedDocument[];
+  error?: string;
+}
+
 /** The answer to a {@link ChunkRequest}. */
-export type ChunkResponse = { id: number; docs: ChunkedDocument[] } | { id: number; error: string };
+export type ChunkResponse = { id: number; source: ChunkedSource } | { id: number; error: string };
 
 /**
  * Chunks and analyses the documents of a request: what the calling thread would do with
- * `createChunker(chunking)` and {@link analyzeChunk} (the same code, so the same output).
+ * `createChunker(chunking)` and {@link analyzeChunk} (the same code, so the same output),
+ * stopping at the first document that cannot be chunked.
  */
 export async function chunkAndAnalyze(
   chunker: Chunker,
   analyzer: Analyzer,
   docs: readonly ExtractedDocument[],
-): Promise<ChunkedDocument[]> {
+): Promise<ChunkedSource> {
   const out: ChunkedDocument[] = [];
   for (const doc of docs) {
-    const chunks = await chunker.chunk(doc);
+    let chunks: Chunk[];
+    try {
+      chunks = await chunker.chunk(doc);
+    } catch (error) {
+      return { docs: out, error: error instanceof Error ? error.message : String(error) };
+    }
     const title = doc.metadata.title;
     out.push({ chunks, analyzed: chunks.map((c) => analyzeChunk(c.text, analyzer, title)) });
   }
-  return out;
+  return { docs: out };
 }
 
-/** A chunking request failed because the worker itself failed (not because of a document). */
+/** A chunking request failed because of the worker (it could not start, failed or exited), not a document. */
 export class ChunkWorkerFailure extends KnowledgeLayerError {}
 
 interface Pending {
-  resolve(docs: ChunkedDocument[]): void;
+  resolve(source: ChunkedSource): void;
   reject(error: Error): void;
 }
 
@@ -66,26 +82,36 @@ interface Running {
 
 /**
  * Client of one chunking worker thread. The worker is unreferenced while idle, so it never
- * keeps a process alive; {@link close} ends it.
+ * keeps a process alive; {@link close} ends it for good. A worker that fails (an `error`
+ * event, a message that cannot be read, or it cannot start) is not started again: later
+ * requests fail with {@link ChunkWorkerFailure} at once and the caller chunks on its own thread.
  */
 export class ChunkWorker {
   private running: Running | undefined;
   private nextId = 1;
+  /** Why no worker is started any more (closed, or it failed), once so. */
+  private unusable: string | undefined;
 
   /**
    * Chunks `docs` with `chunking` and analyses every chunk with `analyzer`, on the worker
-   * (started if needed). Resolves per document, in order, to what `createChunker(chunking)`
-   * and `analyzeChunk(text, analyzer, doc.metadata.title)` give on this thread.
-   * @throws Error with the chunker's message when a document cannot be chunked;
-   *   {@link ChunkWorkerFailure} when the worker failed or exited (the caller may chunk
-   *   on its own thread instead).
+   * (started if needed). Resolves to what `createChunker(chunking)` and
+   * `analyzeChunk(text, analyzer, doc.metadata.title)` give on this thread, document by
+   * document, with the chunker's message for a document that could not be chunked (see
+   * {@link ChunkedSource}).
+   * @throws ChunkWorkerFailure when the worker cannot be used (closed, failed, exited, or
+   *   the documents cannot be sent to it): the caller may chunk on its own thread instead.
    */
-  prepare(
-    chunking: ChunkingConfig,
-    analyzer: Analyzer,
-    docs: ExtractedDocument[],
-  ): Promise<ChunkedDocument[]> {
-    const running = this.start();
+  prepare(chunking: ChunkingConfig, analyzer: Analyzer, docs: ExtractedDocument[]): Promise<ChunkedSource> {
+    let running: Running;
+    try {
+      running = this.start();
+    } catch (error) {
+      return Promise.reject(
+        error instanceof ChunkWorkerFailure
+          ? error
+          : new ChunkWorkerFailure(`cannot start the chunking worker: ${(error as Error).message}`),
+      );
+    }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       running.pending.set(id, { resolve, reject });
@@ -101,8 +127,12 @@ export class ChunkWorker {
     });
   }
 
-  /** Ends the worker (pending requests fail with {@link ChunkWorkerFailure}); resolves once it has exited. */
+  /**
+   * Ends the worker for good: pending and later requests fail with {@link ChunkWorkerFailure}.
+   * Resolves once the thread has exited.
+   */
   async close(): Promise<void> {
+    this.unusable ??= "the chunking worker is closed";
     const running = this.running;
     if (!running) return;
     this.running = undefined;
@@ -111,6 +141,7 @@ export class ChunkWorker {
   }
 
   private start(): Running {
+    if (this.unusable !== undefined) throw new ChunkWorkerFailure(this.unusable);
     if (this.running) return this.running;
     const worker = startModuleWorker(siblingModule(import.meta.url, "chunk-worker"));
     worker.unref();
@@ -122,15 +153,21 @@ export class ChunkWorker {
       if (!call) return;
       pending.delete(message.id);
       if (pending.size === 0) worker.unref();
-      if ("error" in message) call.reject(new Error(message.error));
-      else call.resolve(message.docs);
+      if ("error" in message) call.reject(new ChunkWorkerFailure(`chunking worker: ${message.error}`));
+      else call.resolve(message.source);
     });
     const failAll = (error: Error): void => {
       for (const call of pending.values()) call.reject(error);
       pending.clear();
     };
-    worker.on("error", (error) =>
-      failAll(new ChunkWorkerFailure(`chunking worker failed: ${error.message}`)),
+    const fail = (reason: string): void => {
+      this.unusable ??= reason;
+      failAll(new ChunkWorkerFailure(reason));
+      void worker.terminate();
+    };
+    worker.on("error", (error) => fail(`chunking worker failed: ${error.message}`));
+    worker.on("messageerror", (error) =>
+      fail(`chunking worker sent a message that cannot be read: ${error.message}`),
     );
     running.exited = new Promise<void>((resolve) => {
       worker.once("exit", () => {

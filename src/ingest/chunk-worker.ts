@@ -4,9 +4,10 @@
  * them, so an ingest of many sources keeps two cores busy: this thread prepares the next
  * sources while the calling thread embeds and commits the previous ones.
  *
- * Protocol: the client posts a `ChunkRequest`; the worker answers `{ id, docs }` (per
- * document its chunks and their analyses, in order) or `{ id, error }` naming the
- * document that failed. Requests are independent; answers may come in any order.
+ * Protocol: the client posts a `ChunkRequest`; the worker answers `{ id, source }` (per
+ * document its chunks and their analyses, in order, up to a document that could not be
+ * chunked: see `ChunkedSource`) or `{ id, error }` when the request itself failed (a bad
+ * chunking configuration). Requests are independent; answers may come in any order.
  */
 import { parentPort } from "node:worker_threads";
 import type { Chunker } from "../chunk/contract.js";
@@ -26,8 +27,8 @@ function main(): void {
         chunker = createChunker(request.chunking);
         chunkers.set(key, chunker);
       }
-      const docs = await chunkAndAnalyze(chunker, request.analyzer, request.docs);
-      port.postMessage({ id: request.id, docs } satisfies ChunkResponse);
+      const source = await chunkAndAnalyze(chunker, request.analyzer, request.docs);
+      port.postMessage({ id: request.id, source } satisfies ChunkResponse);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       port.postMessage({ id: request.id, error: message } satisfies ChunkResponse);

@@ -18,7 +18,7 @@ import type { VectorRecord, VectorStore } from "../store/contract.js";
 import { SOURCE_FILTER_FIELDS } from "../store/filter-sql.js";
 import { SqliteVectorStore } from "../store/sqlite-vector-store.js";
 import type { Chunk, DocumentMetadata, ExtractedDocument, SourceType } from "../types.js";
-import { type ChunkedDocument, type ChunkWorker, ChunkWorkerFailure } from "./chunk-client.js";
+import { type ChunkedSource, type ChunkWorker, ChunkWorkerFailure } from "./chunk-client.js";
 
 /** Version of the extract+chunk pipeline; bump to force re-ingest when its output changes. */
 export const PIPELINE_VERSION = 7;
@@ -529,19 +529,24 @@ const CHUNK_WORKER_AHEAD_SOURCES = 128;
 const CHUNK_WORKER_AHEAD_CHARS = 8_000_000;
 
 /** A source begun by the ingest loop: unchanged, or being loaded and chunked. */
-type BegunUnit =
-  | { unit: SourceUnit; unchanged: true }
-  | { unit: SourceUnit; unchanged: false; work: Promise<LoadedUnit> };
+type BegunUnit = { unit: SourceUnit; unchanged: true } | ChangedUnit;
+
+/** A begun source that is not unchanged. */
+interface ChangedUnit {
+  unit: SourceUnit;
+  unchanged: false;
+  /** Its documents' text (UTF-16 code units) once loaded, counted ahead until it is finished. */
+  chars: number;
+  work: Promise<LoadedUnit>;
+}
 
 /** A begun source once loaded (and, on the worker, chunked and analysed). */
 interface LoadedUnit {
   docs: ExtractedDocument[];
   userMetadata: StoredUserMetadata;
-  /** Per document, from the chunking worker; undefined when chunked on this thread. */
-  chunked?: ChunkedDocument[];
+  /** From the chunking worker; undefined when chunked on this thread. */
+  chunked?: ChunkedSource;
   replaces: boolean;
-  /** The documents' text length (UTF-16 code units). */
-  chars: number;
 }
 
 /**
@@ -733,8 +738,23 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       ? ctx.chunkWorker
       : undefined;
   let previousLoad: Promise<unknown> = Promise.resolve();
-  /** Text of loaded sources not yet finished (UTF-16 code units), bounds the look-ahead. */
+  /** Text of sources loaded and not yet finished (UTF-16 code units), bounds the look-ahead. */
   let aheadChars = 0;
+  /** Wakes loads waiting for {@link aheadChars} to fall below the bound. */
+  let wake: () => void = () => undefined;
+  let released = new Promise<void>((r) => {
+    wake = r;
+  });
+  const release = (chars: number): void => {
+    aheadChars -= chars;
+    const woken = wake;
+    released = new Promise<void>((r) => {
+      wake = r;
+    });
+    woken();
+  };
+  /** Set when the loop has ended (done, stopped or thrown): sources begun ahead stop short. */
+  let ended = false;
   const begin = (unit: SourceUnit): BegunUnit => {
     const existing = catalog.documentsByPath(kb, unit.path);
     // User metadata sticks to a source's documents (see UserMetadata): this run's changes
@@ -747,29 +767,38 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       existing.length > 0 &&
       existing.every((d) => d.contentHash === expected && d.pipelineHash === hash && (d.embedded || !embed));
     if (unchanged) return { unit, unchanged: true };
-    const load = previousLoad.then(() => unit.load());
+    // `work` is set below, once `load` (which counts into `begun.chars`) exists.
+    const begun: ChangedUnit = { unit, unchanged: false, chars: 0, work: Promise.resolve() as never };
+    // One load at a time, in order, and none while the loaded text ahead is over the bound
+    // (the sources before this one are loaded then, so the oldest is finished and releases).
+    const load = previousLoad.then(async () => {
+      while (aheadChars >= CHUNK_WORKER_AHEAD_CHARS && !ended) await released;
+      if (ended) throw new Error("ingest ended before this source was loaded");
+      const loaded = await unit.load();
+      begun.chars = loaded.reduce((n, d) => n + d.text.length, 0);
+      aheadChars += begun.chars;
+      return loaded;
+    });
     previousLoad = load.catch(() => undefined);
-    const work = (async (): Promise<LoadedUnit> => {
+    begun.work = (async (): Promise<LoadedUnit> => {
       const loaded = await load;
       const first = loaded[0]?.metadata.tags;
       const userMetadata = userMetadataFor(Array.isArray(first) ? first.map(String) : []);
       const docs = loaded.map((d) => withUserMetadata(d, userMetadata));
-      const chars = docs.reduce((n, d) => n + d.text.length, 0);
-      aheadChars += chars;
-      let chunked: ChunkedDocument[] | undefined;
-      if (worker) {
+      let chunked: ChunkedSource | undefined;
+      if (worker && !ended) {
         try {
           chunked = await worker.prepare(config.chunking, config.retrieval.analyzer, docs);
         } catch (error) {
-          // The worker failed (not the document): chunk on this thread instead.
+          // The worker failed (not a document): chunk on this thread instead.
           if (!(error instanceof ChunkWorkerFailure)) throw error;
         }
       }
-      return { docs, userMetadata, chunked, replaces: existing.length > 0, chars };
+      return { docs, userMetadata, chunked, replaces: existing.length > 0 };
     })();
     // Awaited by finish(); a source never finished (a stopped run) must not reject unhandled.
-    work.catch(() => undefined);
-    return { unit, unchanged: false, work };
+    begun.work.catch(() => undefined);
+    return begun;
   };
   const finish = async (begun: BegunUnit): Promise<void> => {
     const { unit } = begun;
@@ -778,8 +807,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       return;
     }
     try {
-      const { docs, userMetadata, chunked, replaces, chars } = await begun.work;
-      aheadChars -= chars;
+      const { docs, userMetadata, chunked, replaces } = await begun.work;
       const prepared: PreparedUnit = {
         unit: { ...unit, contentHash: unitHash(unit.contentHash, userMetadata) },
         replaces,
@@ -792,7 +820,10 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       };
       for (const [i, doc] of docs.entries()) {
         for (const warning of doc.warnings ?? []) warn({ path: doc.uri, reason: warning });
-        const chunks = chunked?.[i]?.chunks ?? (await chunker.chunk(doc));
+        const done = chunked?.docs[i];
+        // The worker stopped at this document: its chunker threw there, as it would here.
+        if (chunked && !done) throw new Error(chunked.error ?? "the chunking worker skipped this document");
+        const chunks = done ? done.chunks : await chunker.chunk(doc);
         if (ctx.situator && chunks.length > 0) {
           const outcome = await ctx.situator.situate(doc, chunks, chunker.limits);
           summary.situated.written += outcome.situated - outcome.cached;
@@ -803,7 +834,7 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
               reason: `LLM context written for ${outcome.situated} of ${chunks.length} chunks: ${outcome.failure}`,
             });
         }
-        prepared.docs.push({ doc, chunks, analyzed: chunked?.[i]?.analyzed });
+        prepared.docs.push({ doc, chunks, analyzed: done?.analyzed });
         pendingChunks += chunks.length;
         chunkedTotal += chunks.length;
         const fallback = chunks.find((c) => c.metadata.chunker === FIXED_FALLBACK_CHUNKER);
@@ -821,35 +852,37 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
       }
     } catch (error) {
       summary.errors.push({ path: unit.path, reason: errorReason(error) });
+    } finally {
+      release(begun.chars);
     }
     if (pendingChunks >= FLUSH_CHUNKS) await flush();
   };
 
   const ahead: BegunUnit[] = [];
   let next = 0;
-  for (let done = 0; done < units.length; ) {
-    if (ctx.signal?.aborted) {
-      stopped = true;
-      break;
+  try {
+    for (let done = 0; done < units.length; ) {
+      if (ctx.signal?.aborted) {
+        stopped = true;
+        break;
+      }
+      // Without the worker, one source at a time (begun, then finished) as before.
+      const window = worker ? CHUNK_WORKER_AHEAD_SOURCES : 1;
+      while (next < units.length && ahead.length < window) ahead.push(begin(units[next++] as SourceUnit));
+      const begun = ahead.shift() as BegunUnit;
+      await finish(begun);
+      done++;
+      ctx.onProgress?.({
+        phase: "source",
+        done,
+        total: units.length,
+        path: begun.unit.path,
+        chunks: chunkedTotal,
+      });
     }
-    // Without the worker, one source at a time (begun, then finished) as before.
-    const window = worker ? CHUNK_WORKER_AHEAD_SOURCES : 1;
-    while (
-      next < units.length &&
-      (ahead.length === 0 || (ahead.length < window && aheadChars < CHUNK_WORKER_AHEAD_CHARS))
-    ) {
-      ahead.push(begin(units[next++] as SourceUnit));
-    }
-    const begun = ahead.shift() as BegunUnit;
-    await finish(begun);
-    done++;
-    ctx.onProgress?.({
-      phase: "source",
-      done,
-      total: units.length,
-      path: begun.unit.path,
-      chunks: chunkedTotal,
-    });
+  } finally {
+    ended = true;
+    wake();
   }
   await flush();
   // Pending keyword postings become a segment once 2,048 have gathered, across runs (search reads them either way).

@@ -80,10 +80,12 @@ describe("chunking on a worker thread during ingest", () => {
       const there = await worker.prepare(chunking, analyzer, docs);
       const here = await chunkAndAnalyze(createChunker(chunking), analyzer, docs);
       expect(there).toEqual(here);
-      expect(there.reduce((n, d) => n + d.chunks.length, 0)).toBeGreaterThan(100);
+      expect(there.error).toBeUndefined();
+      expect(there.docs.length).toBe(docs.length);
+      expect(there.docs.reduce((n, d) => n + d.chunks.length, 0)).toBeGreaterThan(100);
       // Code went through tree-sitter, Markdown through heading paths.
-      expect(there.some((d) => d.chunks.some((c) => typeof c.metadata.symbol === "string"))).toBe(true);
-      expect(there.some((d) => d.chunks.some((c) => Array.isArray(c.metadata.headingPath)))).toBe(true);
+      expect(there.docs.some((d) => d.chunks.some((c) => typeof c.metadata.symbol === "string"))).toBe(true);
+      expect(there.docs.some((d) => d.chunks.some((c) => Array.isArray(c.metadata.headingPath)))).toBe(true);
     }
   });
 
@@ -156,25 +158,54 @@ describe("chunking on a worker thread during ingest", () => {
     }
   });
 
-  it("ChunkWorker: a document that cannot be chunked fails its request alone; close() fails pending ones and a later call starts afresh", async () => {
+  it("ChunkWorker: a source stops at a document that cannot be chunked, as on the calling thread; close() is final", async () => {
     const { chunking } = defaultKbConfig();
-    const bad = { uri: "bad", text: 42, metadata: { type: "text" } } as unknown as ExtractedDocument;
-    const failed = worker.prepare(chunking, "english", [bad]);
-    await expect(failed).rejects.toThrow(Error);
-    await expect(failed).rejects.not.toBeInstanceOf(ChunkWorkerFailure);
     const good: ExtractedDocument = {
       uri: "good",
       text: "Ownership rules in Rust.",
       metadata: { type: "text", path: "good" },
     };
-    expect((await worker.prepare(chunking, "english", [good]))[0]?.chunks[0]?.text).toBe(
-      "Ownership rules in Rust.",
-    );
+    const bad = {
+      uri: "bad",
+      text: 42,
+      metadata: { type: "text", path: "bad" },
+    } as unknown as ExtractedDocument;
+    const source = await worker.prepare(chunking, "english", [good, bad, good]);
+    const here = await chunkAndAnalyze(createChunker(chunking), "english", [good, bad, good]);
+    expect(source).toEqual(here);
+    expect(source.docs.length).toBe(1);
+    expect(source.error).toEqual(expect.any(String));
+    expect(source.docs[0]?.chunks[0]?.text).toBe("Ownership rules in Rust.");
+    // "ownership", "rule", "rust": the English analyzer drops "in" and stems.
+    expect(source.docs[0]?.analyzed[0]?.body).toBe(3);
     const pending = worker.prepare(chunking, "english", [good]);
     await worker.close();
     await expect(pending).rejects.toBeInstanceOf(ChunkWorkerFailure);
-    const again = await worker.prepare(chunking, "english", [good]);
-    // "ownership", "rule", "rust": the English analyzer drops "in" and stems.
-    expect(again[0]?.analyzed[0]?.body).toBe(3);
+    await expect(worker.prepare(chunking, "english", [good])).rejects.toBeInstanceOf(ChunkWorkerFailure);
+  });
+
+  it("an ingest whose source fails to chunk on the worker reports it as on the calling thread", async () => {
+    const paths = sources();
+    const off = await ingestWith(false, paths);
+    const failing = await ingestWith(true, paths, () => {
+      const real = ChunkWorker.prototype.prepare;
+      vi.spyOn(ChunkWorker.prototype, "prepare").mockImplementation(async function (
+        this: ChunkWorker,
+        ...args
+      ) {
+        const source = await real.apply(this, args);
+        // The first document of the README-like chapter "fails" to chunk.
+        return String(args[2][0]?.uri).endsWith("ch04-01-what-is-ownership.md")
+          ? { docs: [], error: "chunker gave up" }
+          : source;
+      });
+    });
+    vi.restoreAllMocks();
+    const failed = paths.find((p) => p.endsWith("ch04-01-what-is-ownership.md"));
+    expect(failing.summary.errors).toContainEqual({ path: failed, reason: "chunker gave up" });
+    expect(failing.summary.added).toBe(off.summary.added - 1);
+    expect(failing.rows).toEqual(
+      off.rows.filter((r) => !String((r as { uri: string }).uri).endsWith("ch04-01-what-is-ownership.md")),
+    );
   });
 });
