@@ -4,7 +4,7 @@
  *
  * Usage: npm run bench:scale [-- --sizes 10k,100k,1M] [--queries 200] [--keep]
  *        [--index-timeout 900] [--skip-lance] [--tmp DIR] [--reuse DIR]
- *        [--no-chunk-thread]
+ *        [--no-chunk-thread] [--cheap-vectors]
  *
  * `--reuse DIR` (a folder an earlier `--keep` run printed) searches the data
  * directories it holds again instead of ingesting, with the ingest figures that
@@ -86,6 +86,7 @@ import { collectionOf, KnowledgeLayer } from "../src/knowledge-layer.js";
 import { blobToVector, openDatabase } from "../src/store/database.js";
 import type { ExtractedDocument } from "../src/types.js";
 import {
+  cheapEmbed,
   HASH_DIM,
   HASH_MODEL,
   type HashEmbeddingServer,
@@ -116,6 +117,7 @@ const { values } = parseArgs({
     "index-timeout": { type: "string", default: "900" },
     "skip-lance": { type: "boolean", default: false },
     "no-chunk-thread": { type: "boolean", default: false },
+    "cheap-vectors": { type: "boolean", default: false },
     tmp: { type: "string" },
     role: { type: "string" },
     job: { type: "string" },
@@ -1045,7 +1047,10 @@ async function main(): Promise<void> {
   // Extracted once, by this process, for every size's ingest (see writeBaseCorpus).
   const corpusFile = join(root, "base-corpus.jsonl");
   try {
-    server = await startHashEmbeddingServer();
+    // --cheap-vectors: a model that costs almost no CPU here (ingest timing only: its
+    // vectors are not similar for similar texts, so recall and search figures mean nothing).
+    server = await startHashEmbeddingServer(0, values["cheap-vectors"] ? cheapEmbed : hashEmbed);
+    if (values["cheap-vectors"]) log("--cheap-vectors: time ingest only; search figures of this run mean nothing");
     log(`embedding server at ${server.baseUrl}; data under ${root}; ${measured.length} queries`);
     for (const size of sizes) {
       const started = performance.now();
