@@ -1050,7 +1050,8 @@ async function main(): Promise<void> {
     // --cheap-vectors: a model that costs almost no CPU here (ingest timing only: its
     // vectors are not similar for similar texts, so recall and search figures mean nothing).
     server = await startHashEmbeddingServer(0, values["cheap-vectors"] ? cheapEmbed : hashEmbed);
-    if (values["cheap-vectors"]) log("--cheap-vectors: time ingest only; search figures of this run mean nothing");
+    if (values["cheap-vectors"])
+      log("--cheap-vectors: time ingest only; search figures of this run mean nothing");
     log(`embedding server at ${server.baseUrl}; data under ${root}; ${measured.length} queries`);
     for (const size of sizes) {
       const started = performance.now();
