@@ -180,7 +180,12 @@ describe("chunking on a worker thread during ingest", () => {
     expect(source.docs[0]?.analyzed[0]?.body).toBe(3);
     const pending = worker.prepare(chunking, "english", [good]);
     await worker.close();
-    await expect(pending).rejects.toBeInstanceOf(ChunkWorkerFailure);
+    // A request in flight either got its answer before the thread ended or fails as the worker's.
+    const settled = await pending.then(
+      (answer) => answer.docs[0]?.chunks[0]?.text,
+      (error: unknown) => (error instanceof ChunkWorkerFailure ? "worker failure" : error),
+    );
+    expect(["Ownership rules in Rust.", "worker failure"]).toContain(settled);
     await expect(worker.prepare(chunking, "english", [good])).rejects.toBeInstanceOf(ChunkWorkerFailure);
   });
 
