@@ -740,17 +740,17 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
   let previousLoad: Promise<unknown> = Promise.resolve();
   /** Text of sources loaded and not yet finished (UTF-16 code units), bounds the look-ahead. */
   let aheadChars = 0;
-  /** Wakes loads waiting for {@link aheadChars} to fall below the bound. */
+  /** Resolves (and is replaced) when a finished source releases its text: loads waiting on the bound wake. */
   let wake: () => void = () => undefined;
-  let released = new Promise<void>((r) => {
-    wake = r;
-  });
+  const nextRelease = (): Promise<void> =>
+    new Promise<void>((r) => {
+      wake = r;
+    });
+  let released = nextRelease();
   const release = (chars: number): void => {
     aheadChars -= chars;
     const woken = wake;
-    released = new Promise<void>((r) => {
-      wake = r;
-    });
+    released = nextRelease();
     woken();
   };
   /** Set when the loop has ended (done, stopped or thrown): sources begun ahead stop short. */
@@ -860,14 +860,14 @@ async function ingestUnits(ctx: IngestContext, units: SourceUnit[], embed: boole
 
   const ahead: BegunUnit[] = [];
   let next = 0;
+  // Without the worker, one source at a time (begun, then finished) as before.
+  const window = worker ? CHUNK_WORKER_AHEAD_SOURCES : 1;
   try {
     for (let done = 0; done < units.length; ) {
       if (ctx.signal?.aborted) {
         stopped = true;
         break;
       }
-      // Without the worker, one source at a time (begun, then finished) as before.
-      const window = worker ? CHUNK_WORKER_AHEAD_SOURCES : 1;
       while (next < units.length && ahead.length < window) ahead.push(begin(units[next++] as SourceUnit));
       const begun = ahead.shift() as BegunUnit;
       await finish(begun);
