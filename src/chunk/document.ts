@@ -153,7 +153,10 @@ function mergeSiblings(text: string, sections: Section[], limits: ChunkLimits): 
   return out;
 }
 
-/** Pieces of an oversized table: rows are never cut (unless one row alone is too long); continuations repeat the header in their prefix. */
+/**
+ * Pieces of an oversized table: rows are never cut (unless one row alone is too long); continuations
+ * repeat the header in their prefix. The first piece ends beyond `after` (see `SplitOptions.after`).
+ */
 function splitTable(
   text: string,
   table: MarkdownBlock,
@@ -162,6 +165,7 @@ function splitTable(
   firstBudget: number,
   prefix: string,
   limits: ChunkLimits,
+  after = lead,
 ): Piece[] {
   const { measure } = limits;
   const size = (start: number, end: number): number => sizeOf(limits, text, start, end);
@@ -173,7 +177,13 @@ function splitTable(
   let end = headerEnd;
   if (size(lead, headerEnd) > firstBudget) {
     pieces.push(
-      ...splitRange(text, lead, headerEnd, { size: budget, firstSize: firstBudget, mode: "lines", measure }),
+      ...splitRange(text, lead, headerEnd, {
+        size: budget,
+        firstSize: firstBudget,
+        mode: "lines",
+        measure,
+        after,
+      }),
     );
   } else {
     while (idx < rows.length && size(lead, (rows[idx] as Line).end) <= firstBudget)
@@ -302,9 +312,9 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
       if (next.kind === "paragraph") return leadCut(first.start, next) > 0;
       return next.kind === "table" && size(first.start, next.headerEnd ?? next.end) <= budgetAt(first.start);
     },
-    split: (u, lead) => {
+    split: (u, lead, after) => {
       const firstSize = budgetAt(lead);
-      if (u.kind === "table") return splitTable(text, u, lead, budget, firstSize, prefix, limits);
+      if (u.kind === "table") return splitTable(text, u, lead, budget, firstSize, prefix, limits, after);
       const cut = u.kind === "paragraph" && lead < u.start ? leadCut(lead, u) : -1;
       if (cut > 0) {
         // A paragraph led by its heading: the heading takes the first sentences (or lines) that fit.
@@ -337,6 +347,7 @@ function chunkSection(text: string, sec: Section, parents: ParentPaths, limits: 
       // Pieces of an oversized paragraph overlap like FIXED windows; code and headings are cut without overlap.
       const overlap = lines ? 0 : Math.min(limits.overlap, Math.floor(budget / 2));
       const pieces = splitRange(text, lead, u.end, {
+        after,
         size: budget,
         firstSize,
         mode,

@@ -75,7 +75,7 @@ export function paragraphGroups(
     : paragraphSpans(text, start, end);
   const groups = pack(units, budget, {
     size,
-    split: (u, lead) =>
+    split: (u, lead, after) =>
       u.table
         ? splitTableRegion(
             text,
@@ -85,8 +85,10 @@ export function paragraphGroups(
             u.table.header ? (opts.headerBudget?.(u.table.header) ?? budget) : budget,
             size,
             measure,
+            after,
           )
         : splitRange(text, lead, u.end, {
+            after,
             size: budget,
             overlap: opts.overlap ?? 0,
             minSize: opts.minSize ?? 0,

@@ -126,8 +126,8 @@ export function chunkSlack(doc: ExtractedDocument, limits: ChunkLimits): Chunk[]
   const text = doc.text;
   const { measure } = limits;
   const size = spanMeasurer(text, measure);
-  const split = (u: Span, lead: number): Span[] =>
-    splitRange(text, lead, u.end, { size: limits.size, measure });
+  const split = (u: Span, lead: number, after: number): Span[] =>
+    splitRange(text, lead, u.end, { size: limits.size, measure, after });
   const wholeThread = Math.min(limits.size, limits.slack.wholeThreadUnder);
   const chunks: Chunk[] = [];
   let i = 0;

@@ -48,6 +48,13 @@ export interface SplitOptions {
   mode?: SplitMode;
   /** How sizes are measured. Default characters. */
   measure?: SizeMeasure;
+  /**
+   * Offset the first span must end beyond (default: the range's start). Set it to
+   * the end of the previous chunk when the range starts inside that chunk (an
+   * overlapping piece carried into the next unit), so that no span lies inside
+   * its predecessor.
+   */
+  after?: number;
 }
 
 /**
@@ -341,7 +348,8 @@ export function splitRange(text: string, start: number, end: number, opts: Split
   if (!range) return out;
   const e = range.end;
   let s = range.start;
-  let lower = s; // every cut must be > lower
+  // Every cut must be > lower; the first one also beyond `after` (the previous chunk's end).
+  let lower = Math.max(s, Math.min(opts.after ?? s, e - 1));
   while (s < e) {
     let limit = ruler.reach(s, cap, e);
     if (limit >= e) {
@@ -514,9 +522,12 @@ export interface Group<U> extends Piece {
 export interface PackOptions<U extends Span> {
   /**
    * Cuts an oversized unit; `leadStart` (≤ `unit.start`) is where the first piece
-   * should begin when the preceding group was carried into it.
+   * should begin when the preceding group was carried into it; `after` (≥
+   * `leadStart`) is the end of the last group made so far when the carried group
+   * starts inside it (the overlapping last piece of a split unit, see `resume`):
+   * the first piece must end beyond it (pass it on as {@link SplitOptions.after}).
    */
-  split: (unit: U, leadStart: number) => Piece[];
+  split: (unit: U, leadStart: number, after: number) => Piece[];
   /** Extra condition to add `next` to the current group (size is checked already). Default: always. */
   join?: (group: readonly U[], next: U) => boolean;
   /** Whether the current group should be carried into the split of an oversized `next`. Default: never. */
@@ -606,7 +617,7 @@ export function pack<U extends Span>(units: readonly U[], budget: number, opts: 
       } else {
         flush();
       }
-      const pieces = opts.split(u, lead);
+      const pieces = opts.split(u, lead, Math.max(lead, groups[groups.length - 1]?.end ?? lead));
       const tail = pieces[pieces.length - 1];
       const resume =
         opts.resume && tail && tail.prefix === undefined && tail.start >= u.start ? tail : undefined;

@@ -155,7 +155,8 @@ export function documentTables(doc: ExtractedDocument): TableRegion[] {
  * the header in its body and takes rows while it fits `firstBudget`; each later
  * piece carries the header as its prefix and fits `continuationBudget`. A single
  * row longer than its budget is cut at word boundaries (the only way a row is cut).
- * Sizes in `measure` units via `size`.
+ * Sizes in `measure` units via `size`. The first piece ends beyond `after`
+ * (default `lead`; see `SplitOptions.after`).
  */
 export function splitTableRegion(
   text: string,
@@ -165,6 +166,7 @@ export function splitTableRegion(
   continuationBudget: number,
   size: (start: number, end: number) => number,
   measure: SizeMeasure,
+  after = lead,
 ): Piece[] {
   const rows = lineSpans(text, region.start, region.end).filter(
     (l) => text.slice(l.start, l.end).trim() !== "",
@@ -190,7 +192,13 @@ export function splitTableRegion(
       continue;
     }
     // One row alone is over the budget: cut it at word boundaries (the only cut inside a row).
-    for (const p of splitRange(text, start, row.end, { size: budget, mode: "lines", measure })) push(p);
+    const opts = {
+      size: budget,
+      mode: "lines" as const,
+      measure,
+      after: pieces.length === 0 ? after : start,
+    };
+    for (const p of splitRange(text, start, row.end, opts)) push(p);
   }
   if (cur) push(cur);
   return pieces;

@@ -191,4 +191,19 @@ describe("chunk invariants hold on random Unicode text", () => {
       { numRuns: 60 },
     );
   });
+
+  // Found by the semantic property (CI, seed 1564253519): the overlapping last piece of a long
+  // paragraph is carried into the next long paragraph and cut again; its first cut (the
+  // sentence end of "e.g.") lay inside the chunk before, so chunk 1 was contained in chunk 0.
+  test.each<[ConcreteStrategy, (t: string) => ExtractedDocument]>([
+    ["semantic", (t) => doc(t, "text")],
+    ["document", (t) => doc(t, "markdown")],
+  ])("%s: a carried overlapping piece is cut beyond the chunk before it", async (strategy, make) => {
+    const text = `${"x".repeat(120)}e.g. 👩‍👩‍👧‍👦\r\u200b\n> quoted line\n${"長".repeat(150)}`;
+    const config: ChunkingConfig = { strategy: "auto", chunkSize: 124, chunkOverlap: 2, minChunkSize: 0 };
+    const d = make(text);
+    const chunks = await chunkTwice(strategy, d, config);
+    checkInvariants(d, chunks, config);
+    expect(chunks.length).toBeGreaterThan(2);
+  });
 });
