@@ -45,3 +45,8 @@ export function displayName(name: string): string {
   );
   return `"${escaped}"`;
 }
+
+/** `n` and `noun`, in the plural unless `n` is 1: `1 document`, `3 documents`, `0 errors`. */
+export function countOf(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}

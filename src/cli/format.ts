@@ -2,7 +2,7 @@ import cliProgress from "cli-progress";
 import type { SizeMeasure } from "../chunk/measure.js";
 import { validateChunkingConfig } from "../chunk/spans.js";
 import type { ChunkingConfig } from "../config.js";
-import { displayName } from "../display.js";
+import { countOf, displayName } from "../display.js";
 import { type ExtractOptions, resolveExtractOptions } from "../extract/contract.js";
 import { formatBytes } from "../extract/util.js";
 import type { IngestProgress, IngestSummary } from "../ingest/pipeline.js";
@@ -83,6 +83,11 @@ export class ProgressReporter {
   /** When the ingest started (its first event), for chunks/s. */
   private startedAt = 0;
   private ingest: Omit<IngestState, "elapsedMs"> = { done: 0, total: 0, chunked: 0, embedded: undefined };
+  /**
+   * The furthest the ingest bar has shown, in [0, 1]: it never moves back (sources are
+   * chunked ahead of embedding, so the estimate drops when the first chunks are embedded).
+   */
+  private ingestShown = 0;
 
   /** @param now clock in ms (tests pass their own). */
   constructor(
@@ -106,8 +111,10 @@ export class ProgressReporter {
     if (this.mode === "off") return;
     if (event.phase === "discovered" || event.phase === "source" || event.phase === "embedded") {
       if (this.startedAt === 0) this.startedAt = this.now();
-      if (event.phase === "discovered")
+      if (event.phase === "discovered") {
         this.ingest = { done: 0, total: event.total, chunked: 0, embedded: undefined };
+        this.ingestShown = 0;
+      }
       if (event.phase === "source") {
         this.ingest = { ...this.ingest, done: event.done, total: event.total, chunked: event.chunks ?? 0 };
       }
@@ -135,7 +142,8 @@ export class ProgressReporter {
       const item = event.phase === "source" ? { item: shorten(displayName(event.path)) } : {};
       const state = this.state();
       const { fraction, etaSeconds } = ingestEstimate(state);
-      this.bar?.update(Math.round(fraction * INGEST_STEPS), {
+      this.ingestShown = Math.max(this.ingestShown, fraction);
+      this.bar?.update(Math.round(this.ingestShown * INGEST_STEPS), {
         ...item,
         status: ingestStatus(state, false),
         left: etaSeconds === undefined ? "-" : formatSeconds(etaSeconds),
@@ -192,7 +200,6 @@ function shorten(path: string, max = 40): string {
   return path.length <= max ? path : `…${path.slice(-(max - 1))}`;
 }
 
-/** Human-readable ingest summary. */
 /**
  * Makes text safe to print on a terminal: control characters other than newline
  * and tab (ESC sequences that retitle the window or move the cursor, C1 controls,
@@ -207,11 +214,12 @@ export function terminalSafe(text: string): string {
   );
 }
 
+/** Human-readable ingest summary. */
 export function formatIngestSummary(s: IngestSummary): string {
   const lines = [
-    `kb "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ${s.removed.length} removed, ` +
-      `${s.errors.length} errors, ${s.skipped.length} skipped`,
-    `${s.documents} documents, ${s.chunks} chunks written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached${s.embedded.reused ? `, ${s.embedded.reused} reused from sentence vectors` : ""}${s.situated && s.situated.written + s.situated.cached > 0 ? `; LLM context: ${s.situated.written} written, ${s.situated.cached} cached` : ""}; ${(s.durationMs / 1000).toFixed(1)} s`,
+    `kb "${s.kb}": ${countOf(s.files, "source")} — ${s.added} added, ${s.updated} updated, ${s.unchanged} unchanged, ${s.removed.length} removed, ` +
+      `${countOf(s.errors.length, "error")}, ${s.skipped.length} skipped`,
+    `${countOf(s.documents, "document")}, ${countOf(s.chunks, "chunk")} written; embeddings: ${s.embedded.computed} computed, ${s.embedded.cached} cached${s.embedded.reused ? `, ${s.embedded.reused} reused from sentence vectors` : ""}${s.situated && s.situated.written + s.situated.cached > 0 ? `; LLM context: ${s.situated.written} written, ${s.situated.cached} cached` : ""}; ${(s.durationMs / 1000).toFixed(1)} s`,
   ];
   if (s.stopped)
     lines.push(
@@ -263,7 +271,7 @@ export function formatSearchResults(r: SearchResponse): string {
         ? " (no reranker available: ranked as hybrid)"
         : "";
   out.push(
-    `${r.results.length} result${r.results.length === 1 ? "" : "s"}, ${r.mode}${how}, ${r.cached ? "cached, " : ""}${r.tookMs} ms`,
+    `${countOf(r.results.length, "result")}, ${r.mode}${how}, ${r.cached ? "cached, " : ""}${r.tookMs} ms`,
   );
   return terminalSafe(out.join("\n"));
 }

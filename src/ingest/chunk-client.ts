@@ -6,14 +6,14 @@
  * state a crash could lose (what it returns is written by the calling thread, in the
  * ingest's transactions).
  */
-import type { Worker } from "node:worker_threads";
 import type { Chunker } from "../chunk/contract.js";
 import type { ChunkingConfig } from "../config.js";
 import { KnowledgeLayerError } from "../errors.js";
 import { type AnalyzedChunk, analyzeChunk } from "../retrieve/bm25.js";
 import type { Analyzer } from "../retrieve/tokenizer.js";
 import type { Chunk, ExtractedDocument } from "../types.js";
-import { siblingModule, startModuleWorker } from "../workers/module-worker.js";
+import { siblingModule } from "../workers/module-worker.js";
+import { RequestWorker } from "../workers/request-worker.js";
 
 /** A request: the documents of one source, with the KB's chunking and analyzer. */
 export interface ChunkRequest {
@@ -38,9 +38,6 @@ export interface ChunkedSource {
   docs: ChunkedDocument[];
   error?: string;
 }
-
-/** The answer to a {@link ChunkRequest}. */
-export type ChunkResponse = { id: number; source: ChunkedSource } | { id: number; error: string };
 
 /**
  * Chunks and analyses the documents of a request: what the calling thread would do with
@@ -69,17 +66,6 @@ export async function chunkAndAnalyze(
 /** A chunking request failed because of the worker (it could not start, failed or exited), not a document. */
 export class ChunkWorkerFailure extends KnowledgeLayerError {}
 
-interface Pending {
-  resolve(source: ChunkedSource): void;
-  reject(error: Error): void;
-}
-
-interface Running {
-  worker: Worker;
-  pending: Map<number, Pending>;
-  exited: Promise<void>;
-}
-
 /**
  * Client of one chunking worker thread. The worker is unreferenced while idle, so it never
  * keeps a process alive; {@link close} ends it for good. A worker that fails (an `error`
@@ -87,8 +73,7 @@ interface Running {
  * requests fail with {@link ChunkWorkerFailure} at once and the caller chunks on its own thread.
  */
 export class ChunkWorker {
-  private running: Running | undefined;
-  private nextId = 1;
+  private running: RequestWorker<Omit<ChunkRequest, "id">, ChunkedSource> | undefined;
   /** Why no worker is started any more (closed, or it failed), once so. */
   private unusable: string | undefined;
 
@@ -102,9 +87,8 @@ export class ChunkWorker {
    *   the documents cannot be sent to it): the caller may chunk on its own thread instead.
    */
   prepare(chunking: ChunkingConfig, analyzer: Analyzer, docs: ExtractedDocument[]): Promise<ChunkedSource> {
-    let running: Running;
     try {
-      running = this.start();
+      return this.start().request({ chunking, analyzer, docs });
     } catch (error) {
       return Promise.reject(
         error instanceof ChunkWorkerFailure
@@ -112,19 +96,6 @@ export class ChunkWorker {
           : new ChunkWorkerFailure(`cannot start the chunking worker: ${(error as Error).message}`),
       );
     }
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      running.pending.set(id, { resolve, reject });
-      if (running.pending.size === 1) running.worker.ref();
-      try {
-        running.worker.postMessage({ id, chunking, analyzer, docs } satisfies ChunkRequest);
-      } catch (error) {
-        // A document that cannot be cloned (it holds a function, say): chunk it here.
-        running.pending.delete(id);
-        if (running.pending.size === 0) running.worker.unref();
-        reject(new ChunkWorkerFailure(`cannot send to the chunking worker: ${(error as Error).message}`));
-      }
-    });
   }
 
   /**
@@ -136,46 +107,26 @@ export class ChunkWorker {
     const running = this.running;
     if (!running) return;
     this.running = undefined;
-    await running.worker.terminate();
-    await running.exited;
+    await running.terminate();
   }
 
-  private start(): Running {
+  private start(): RequestWorker<Omit<ChunkRequest, "id">, ChunkedSource> {
     if (this.unusable !== undefined) throw new ChunkWorkerFailure(this.unusable);
     if (this.running) return this.running;
-    const worker = startModuleWorker(siblingModule(import.meta.url, "chunk-worker"));
-    worker.unref();
-    const pending = new Map<number, Pending>();
-    const running: Running = { worker, pending, exited: Promise.resolve() };
-    this.running = running;
-    worker.on("message", (message: ChunkResponse) => {
-      const call = pending.get(message.id);
-      if (!call) return;
-      pending.delete(message.id);
-      if (pending.size === 0) worker.unref();
-      if ("error" in message) call.reject(new ChunkWorkerFailure(`chunking worker: ${message.error}`));
-      else call.resolve(message.source);
-    });
-    const failAll = (error: Error): void => {
-      for (const call of pending.values()) call.reject(error);
-      pending.clear();
-    };
-    const fail = (reason: string): void => {
-      this.unusable ??= reason;
-      failAll(new ChunkWorkerFailure(reason));
-      void worker.terminate();
-    };
-    worker.on("error", (error) => fail(`chunking worker failed: ${error.message}`));
-    worker.on("messageerror", (error) =>
-      fail(`chunking worker sent a message that cannot be read: ${error.message}`),
+    const running: RequestWorker<Omit<ChunkRequest, "id">, ChunkedSource> = new RequestWorker(
+      siblingModule(import.meta.url, "chunk-worker"),
+      {
+        name: "chunking worker",
+        error: (message) => new ChunkWorkerFailure(message),
+        onFail: (reason) => {
+          this.unusable ??= reason;
+        },
+        onExit: () => {
+          if (this.running === running) this.running = undefined;
+        },
+      },
     );
-    running.exited = new Promise<void>((resolve) => {
-      worker.once("exit", () => {
-        if (this.running === running) this.running = undefined;
-        failAll(new ChunkWorkerFailure("chunking worker exited"));
-        resolve();
-      });
-    });
+    this.running = running;
     return running;
   }
 }

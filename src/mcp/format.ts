@@ -2,6 +2,7 @@
  * The readable text content of the MCP tool results (the structured content
  * carries the same data as JSON). Written for a model to read and cite.
  */
+import { countOf } from "../display.js";
 import type { IngestSummary } from "../ingest/pipeline.js";
 import type { SearchResponse } from "../knowledge-layer.js";
 
@@ -43,9 +44,9 @@ function formatScore(score: number): string {
 /** The ingest summary: counts, then errors, warnings, removed and skipped sources (at most `max` each). */
 export function formatIngestText(s: IngestSummary, path: string, max = 50): string {
   const lines = [
-    `Ingested ${path} into knowledge base "${s.kb}": ${s.files} sources — ${s.added} added, ${s.updated} updated, ` +
-      `${s.unchanged} unchanged, ${s.removed.length} removed, ${s.errors.length} errors, ${s.skipped.length} skipped.`,
-    `${s.documents} documents and ${s.chunks} chunks written; embeddings ${s.embedded.computed} computed, ` +
+    `Ingested ${path} into knowledge base "${s.kb}": ${countOf(s.files, "source")} — ${s.added} added, ${s.updated} updated, ` +
+      `${s.unchanged} unchanged, ${s.removed.length} removed, ${countOf(s.errors.length, "error")}, ${s.skipped.length} skipped.`,
+    `${countOf(s.documents, "document")} and ${countOf(s.chunks, "chunk")} written; embeddings ${s.embedded.computed} computed, ` +
       `${s.embedded.cached} from cache; ${(s.durationMs / 1000).toFixed(1)} s.`,
   ];
   const list = <T>(label: string, items: T[], show: (item: T) => string): void => {

@@ -17,11 +17,11 @@
  * not keep the process alive. {@link close} ends it (it only reads, so it is terminated).
  */
 import { availableParallelism } from "node:os";
-import type { Worker } from "node:worker_threads";
 import type { Statement } from "better-sqlite3";
 import { KnowledgeLayerError } from "../errors.js";
 import type { Db } from "../store/database.js";
-import { siblingModule, startModuleWorker } from "../workers/module-worker.js";
+import { siblingModule } from "../workers/module-worker.js";
+import { RequestWorker } from "../workers/request-worker.js";
 import { type Bm25Hit, type Bm25Index, type Bm25Params, mergeBm25Hits } from "./bm25.js";
 import type { Bm25PartResult, Bm25Request, Bm25WorkerData } from "./bm25-worker.js";
 
@@ -55,9 +55,7 @@ export interface ParallelBm25Options {
   enabled?: boolean;
 }
 
-type Pending = { resolve: (value: Bm25PartResult) => void; reject: (error: Error) => void };
-type RunningWorker = { worker: Worker; pending: Map<number, Pending>; ready: Int32Array };
-type Request = Bm25Request extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+type RunningWorker = { client: RequestWorker<Omit<Bm25Request, "id">, Bm25PartResult>; ready: Int32Array };
 
 /** See the module comment. */
 export class ParallelBm25Search {
@@ -66,7 +64,6 @@ export class ParallelBm25Search {
   private current: RunningWorker | undefined;
   /** Searches answered by two threads (`split`) and by this one alone (`single`): diagnostics and tests. */
   readonly stats = { split: 0, single: 0 };
-  private nextId = 1;
   /** Set after a worker failure: later searches stay on this thread. */
   private failed = false;
   private chunksOf: Statement | undefined;
@@ -105,7 +102,7 @@ export class ParallelBm25Search {
       return this.bm25.search(kb, query, topK, params, allowed);
     }
     const [mine, theirs] = parts;
-    const remote = this.send(worker, { op: "search", kb, query, topK, params, part: theirs }).then(
+    const remote = worker.client.request({ op: "search", kb, query, topK, params, part: theirs }).then(
       (value) => value,
       () => undefined,
     );
@@ -146,7 +143,7 @@ export class ParallelBm25Search {
     const current = this.current;
     if (!current) return;
     this.current = undefined;
-    await current.worker.terminate();
+    await current.client.terminate();
   }
 
   /** The two id ranges of a split search of `kb`, or undefined to search on this thread. */
@@ -168,44 +165,24 @@ export class ParallelBm25Search {
     return (this.chunksOf.get(kb) as number | undefined) ?? 0;
   }
 
-  private send(to: RunningWorker, body: Request): Promise<Bm25PartResult> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      to.pending.set(id, { resolve, reject });
-      if (to.pending.size === 1) to.worker.ref();
-      to.worker.postMessage({ ...body, id });
-    });
-  }
-
   private start(): RunningWorker {
     if (this.current) return this.current;
     const ready = new SharedArrayBuffer(4);
     const data: Bm25WorkerData = { file: this.db.name, ready };
-    const worker = startModuleWorker(siblingModule(import.meta.url, "bm25-worker"), { workerData: data });
-    worker.unref();
-    const pending = new Map<number, Pending>();
-    const running: RunningWorker = { worker, pending, ready: new Int32Array(ready) };
-    this.current = running;
-    worker.on("message", (message: { id: number; value?: Bm25PartResult; error?: string }) => {
-      const call = pending.get(message.id);
-      if (!call) return;
-      pending.delete(message.id);
-      if (pending.size === 0) worker.unref();
-      if (message.error !== undefined) call.reject(new Error(message.error));
-      else call.resolve(message.value as Bm25PartResult);
-    });
-    const failAll = (error: Error): void => {
-      for (const call of pending.values()) call.reject(error);
-      pending.clear();
+    const running: RunningWorker = {
+      client: new RequestWorker(siblingModule(import.meta.url, "bm25-worker"), {
+        workerData: data,
+        name: "keyword search worker",
+        onFail: () => {
+          this.failed = true;
+        },
+        onExit: () => {
+          if (this.current === running) this.current = undefined;
+        },
+      }),
+      ready: new Int32Array(ready),
     };
-    worker.on("error", (error) => {
-      this.failed = true;
-      failAll(error);
-    });
-    worker.once("exit", () => {
-      if (this.current === running) this.current = undefined;
-      failAll(new Error("keyword search worker exited"));
-    });
+    this.current = running;
     return running;
   }
 }

@@ -8,8 +8,9 @@
  * The client ends it with `terminate()` (it only reads).
  */
 import { dirname } from "node:path";
-import { parentPort, workerData } from "node:worker_threads";
+import { workerData } from "node:worker_threads";
 import { openDatabase } from "../store/database.js";
+import { serveRequests } from "../workers/request-worker.js";
 import { type Bm25Hit, Bm25Index, type Bm25Params, type IdRange } from "./bm25.js";
 
 /** What the client passes as `workerData`. */
@@ -44,29 +45,12 @@ export interface Bm25PartResult {
 /** Page cache of the worker's connection, in KiB: the posting blocks of its half of the segments. */
 const WORKER_CACHE_KIB = 65_536;
 
-function main(): void {
-  const port = parentPort;
-  if (!port) throw new Error("bm25-worker.ts runs as a worker thread");
-  const data = workerData as Bm25WorkerData;
-  const db = openDatabase(dirname(data.file));
-  db.pragma(`cache_size = -${WORKER_CACHE_KIB}`);
-  const bm25 = new Bm25Index(db);
-  port.on("message", (request: Bm25Request) => {
-    try {
-      const value: Bm25PartResult = bm25.searchPart(
-        request.kb,
-        request.query,
-        request.topK,
-        request.params,
-        undefined,
-        request.part,
-      );
-      port.postMessage({ id: request.id, value });
-    } catch (error) {
-      port.postMessage({ id: request.id, error: (error as Error).message });
-    }
-  });
-  Atomics.store(new Int32Array(data.ready), 0, 1);
-}
-
-main();
+const data = workerData as Bm25WorkerData;
+const db = openDatabase(dirname(data.file));
+db.pragma(`cache_size = -${WORKER_CACHE_KIB}`);
+const bm25 = new Bm25Index(db);
+serveRequests(
+  (request: Bm25Request): Bm25PartResult =>
+    bm25.searchPart(request.kb, request.query, request.topK, request.params, undefined, request.part),
+);
+Atomics.store(new Int32Array(data.ready), 0, 1);

@@ -22,9 +22,9 @@
  * {@link close} saves the indexes (what is not saved is replayed from the log next time).
  */
 import { availableParallelism } from "node:os";
-import type { Worker } from "node:worker_threads";
 import { KnowledgeLayerError } from "../errors.js";
-import { siblingModule, startModuleWorker } from "../workers/module-worker.js";
+import { siblingModule } from "../workers/module-worker.js";
+import { RequestWorker } from "../workers/request-worker.js";
 import {
   AnnIndexes,
   type AnnOptions,
@@ -38,15 +38,9 @@ import type { AnnRequest, AnnWorkerData } from "./ann-worker.js";
 import type { Metric } from "./contract.js";
 import type { Db } from "./database.js";
 
-type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
-type RunningWorker = {
-  worker: Worker;
-  pending: Map<number, Pending>;
-  exited: Promise<void>;
-  closing: boolean;
-};
 /** A request without its id (the client numbers them). */
 type Request = AnnRequest extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+type RunningWorker = RequestWorker<Request, unknown>;
 
 /** {@link AnnIndexes} behind a worker thread; see the module comment. */
 export class AnnWorkerIndexes {
@@ -57,7 +51,6 @@ export class AnnWorkerIndexes {
   readonly shards: number;
   /** The running worker of each shard (by index), its calls in flight and its end. */
   private readonly current: (RunningWorker | undefined)[];
-  private nextId = 1;
   /** Collections known to hold at least `minRecords` vectors (they rarely shrink back). */
   private readonly large = new Set<string>();
   private readonly countAtLeast;
@@ -103,7 +96,7 @@ export class AnnWorkerIndexes {
     this.local.onDrop(collection);
     this.large.delete(collection);
     for (const running of this.current)
-      if (running) void this.send(running, { op: "forget", collection }).catch(() => undefined);
+      if (running) void running.request({ op: "forget", collection }).catch(() => undefined);
   }
 
   /**
@@ -163,7 +156,7 @@ export class AnnWorkerIndexes {
 
   /** Saves every index with enough unsaved changes (in the running workers). */
   async saveAll(): Promise<void> {
-    await Promise.all(this.current.map((running) => running && this.send(running, { op: "saveAll" })));
+    await Promise.all(this.current.map((running) => running?.request({ op: "saveAll" })));
   }
 
   /**
@@ -177,8 +170,8 @@ export class AnnWorkerIndexes {
       if (!current) continue;
       this.current[shard] = undefined;
       // Held (not unref'd) until it has exited, so a process awaiting this does not end first.
-      current.closing = true;
-      void this.send(current, { op: "close" }).catch(() => undefined);
+      current.hold();
+      void current.request({ op: "close" }).catch(() => undefined);
       exits.push(current.exited);
     }
     return Promise.all(exits).then(() => undefined);
@@ -196,16 +189,7 @@ export class AnnWorkerIndexes {
   /** Sends a request to every shard's worker (starting them), answers in shard order. */
   private requestAll(body: Request): Promise<unknown[]> {
     const running = Array.from({ length: this.shards }, (_, shard) => this.start(shard));
-    return Promise.all(running.map((to) => this.send(to, body)));
-  }
-
-  private send(to: RunningWorker, body: Request): Promise<unknown> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      to.pending.set(id, { resolve, reject });
-      if (to.pending.size === 1) to.worker.ref();
-      to.worker.postMessage({ ...body, id });
-    });
+    return Promise.all(running.map((to) => to.request(body)));
   }
 
   private start(shard: number): RunningWorker {
@@ -215,34 +199,15 @@ export class AnnWorkerIndexes {
       file: this.db.name,
       options: { ...this.options, shard: { index: shard, count: this.shards } },
     };
-    const worker = startModuleWorker(siblingModule(import.meta.url, "ann-worker"), { workerData: data });
-    worker.unref();
-    const pending = new Map<number, Pending>();
-    const running: RunningWorker = { worker, pending, exited: Promise.resolve(), closing: false };
-    this.current[shard] = running;
-    worker.on("message", (message: { id: number; value?: unknown; error?: string }) => {
-      const call = pending.get(message.id);
-      if (!call) return;
-      pending.delete(message.id);
-      if (pending.size === 0 && !running.closing) worker.unref();
-      if (message.error !== undefined) call.reject(new KnowledgeLayerError(`vector index: ${message.error}`));
-      else call.resolve(message.value);
-    });
-    const failAll = (error: Error): void => {
-      for (const call of pending.values()) call.reject(error);
-      pending.clear();
-    };
-    worker.on("error", (error) =>
-      failAll(new KnowledgeLayerError(`vector index worker failed: ${error.message}`)),
-    );
-    const exited = new Promise<void>((resolve) => {
-      worker.once("exit", () => {
+    const running: RunningWorker = new RequestWorker(siblingModule(import.meta.url, "ann-worker"), {
+      workerData: data,
+      name: "vector index worker",
+      error: (message) => new KnowledgeLayerError(message),
+      onExit: () => {
         if (this.current[shard] === running) this.current[shard] = undefined;
-        failAll(new KnowledgeLayerError("vector index worker exited"));
-        resolve();
-      });
+      },
     });
-    running.exited = exited;
+    this.current[shard] = running;
     return running;
   }
 }

@@ -4,12 +4,13 @@
  * it read while the main thread writes) and answers one request at a time, in arrival
  * order, so a search queued after an index update sees it.
  *
- * Protocol: the client posts `{ id, op, ... }`; the worker answers `{ id, value }` or
- * `{ id, error }`. Ops: `candidates`, `sync`, `forget`, `isLoaded`, `indexedCount`,
+ * Protocol (`workers/request-worker.ts`): the client posts `{ id, op, ... }`; the worker
+ * answers `{ id, value }` or `{ id, error }`. Ops: `candidates`, `sync`, `forget`, `isLoaded`, `indexedCount`,
  * `saveAll`, `close` (saves, answers, then ends the thread).
  */
 import { dirname } from "node:path";
-import { parentPort, workerData } from "node:worker_threads";
+import { workerData } from "node:worker_threads";
+import { serveRequests } from "../workers/request-worker.js";
 import { AnnIndexes, type AnnOptions } from "./ann-index.js";
 import type { Metric } from "./contract.js";
 import { openDatabase } from "./database.js";
@@ -42,61 +43,42 @@ export type AnnRequest =
 /** Page cache of the workers' connections (shared among the shards): they read the log and vectors being indexed, little else. */
 const WORKER_CACHE_KIB = 16_384;
 
-function main(): void {
-  const port = parentPort;
-  if (!port) throw new Error("ann-worker.ts runs as a worker thread");
-  const data = workerData as AnnWorkerData;
-  const db = openDatabase(dirname(data.file));
-  // The shards' workers share the budget of one.
-  const shards = data.options.shard?.count ?? 1;
-  db.pragma(`cache_size = -${Math.max(2048, Math.floor(WORKER_CACHE_KIB / shards))}`);
-  const indexes = new AnnIndexes(db, data.options);
-  port.on("message", (request: AnnRequest) => {
-    let value: unknown = null;
-    try {
-      switch (request.op) {
-        case "candidates":
-          value =
-            indexes.scoredCandidates(
-              request.collection,
-              request.dimension,
-              request.metric,
-              request.vector,
-              request.k,
-              request.expansion,
-              request.effort,
-            ) ?? null;
-          break;
-        case "sync":
-          value = indexes.sync(request.collection, request.dimension, request.metric);
-          break;
-        case "forget":
-          indexes.forget(request.collection);
-          break;
-        case "isLoaded":
-          value = indexes.isLoaded(request.collection);
-          break;
-        case "indexedCount":
-          value = indexes.indexedCount(request.collection) ?? null;
-          break;
-        case "saveAll":
-          indexes.saveAll();
-          break;
-        case "close":
-          try {
-            indexes.saveAll();
-          } finally {
-            db.close();
-          }
-          port.postMessage({ id: request.id, value: null });
-          port.close();
-          return;
-      }
-      port.postMessage({ id: request.id, value });
-    } catch (error) {
-      port.postMessage({ id: request.id, error: (error as Error).message ?? String(error) });
+const data = workerData as AnnWorkerData;
+const db = openDatabase(dirname(data.file));
+// The shards' workers share the budget of one.
+const shards = data.options.shard?.count ?? 1;
+db.pragma(`cache_size = -${Math.max(2048, Math.floor(WORKER_CACHE_KIB / shards))}`);
+const indexes = new AnnIndexes(db, data.options);
+serveRequests(
+  (request: AnnRequest): unknown => {
+    switch (request.op) {
+      case "candidates":
+        return indexes.scoredCandidates(
+          request.collection,
+          request.dimension,
+          request.metric,
+          request.vector,
+          request.k,
+          request.expansion,
+          request.effort,
+        );
+      case "sync":
+        return indexes.sync(request.collection, request.dimension, request.metric);
+      case "forget":
+        return indexes.forget(request.collection);
+      case "isLoaded":
+        return indexes.isLoaded(request.collection);
+      case "indexedCount":
+        return indexes.indexedCount(request.collection);
+      case "saveAll":
+        return indexes.saveAll();
+      case "close":
+        try {
+          return indexes.saveAll();
+        } finally {
+          db.close();
+        }
     }
-  });
-}
-
-main();
+  },
+  (request) => request.op === "close",
+);

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import cliProgress from "cli-progress";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { formatSeconds, ingestEstimate, ingestStatus, ProgressReporter } from "../../src/cli/format.js";
 import { CachedEmbedder } from "../../src/embed/cache.js";
@@ -60,6 +61,38 @@ describe("ingest progress line", () => {
       "ingest: 1/4 sources · 300 chunks, 300 embedded · 20.0 chunks/s · eta 45s\n",
       "ingest: 4/4 sources · 1200 chunks, 1200 embedded · 26.7 chunks/s\n",
     ]);
+  });
+});
+
+describe("ingest progress bar", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("never moves back when embedding starts behind the chunking (fresh user report)", () => {
+    const shown: number[] = [];
+    vi.spyOn(cliProgress.SingleBar.prototype, "start").mockImplementation(() => undefined);
+    vi.spyOn(cliProgress.SingleBar.prototype, "stop").mockImplementation(() => undefined);
+    vi.spyOn(cliProgress.SingleBar.prototype, "update").mockImplementation((value: unknown) => {
+      shown.push(value as number);
+    });
+    let now = 0;
+    const reporter = new ProgressReporter("bar", () => now);
+    reporter.update({ phase: "discovered", total: 20 });
+    now += 1_000;
+    reporter.update({ phase: "source", done: 3, total: 20, path: "/c", chunks: 300 });
+    now += 1_000;
+    // The first chunks embedded: alone, the estimate would fall from 15% to 0.5%.
+    reporter.update({ phase: "embedded", chunks: 10 });
+    now += 1_000;
+    reporter.update({ phase: "embedded", chunks: 1_000 });
+    reporter.update({ phase: "source", done: 20, total: 20, path: "/t", chunks: 2_000 });
+    reporter.update({ phase: "embedded", chunks: 2_000 });
+    reporter.stop();
+    expect(shown).toEqual([150, 150, 150, 500, 1000]);
+    // A new ingest starts from zero again.
+    shown.length = 0;
+    reporter.update({ phase: "discovered", total: 4 });
+    reporter.update({ phase: "source", done: 1, total: 4, path: "/a", chunks: 10 });
+    expect(shown).toEqual([250]);
   });
 });
 

@@ -214,13 +214,13 @@ describe("kl ingest stopped by a signal", () => {
     const r = await ingestAndStop(dataDir, "SIGINT", { json: false });
     expect(r.code, r.stderr).toBe(130);
     expect(r.stderr).toContain("kl ingest: SIGINT: stopping after the current batch");
-    const m = /kb "default": (\d+) sources — (\d+) added, 0 updated, 0 unchanged, 0 removed, 0 errors/.exec(
+    const m = /kb "default": (\d+) sources? — (\d+) added, 0 updated, 0 unchanged, 0 removed, 0 errors/.exec(
       r.stdout,
     );
     expect(m, r.stdout).not.toBeNull();
     expect(Number(m?.[2])).toBe(Number(m?.[1]));
     expect(r.stdout).toContain("stopped before the end: the counts above were committed");
-    const docs = /(\d+) documents, (\d+) chunks written/.exec(r.stdout);
+    const docs = /(\d+) documents?, (\d+) chunks? written/.exec(r.stdout);
     const db = checkConsistent(dataDir);
     expect(db.documents).toBe(Number(docs?.[1]));
     expect(db.chunks).toBe(Number(docs?.[2]));

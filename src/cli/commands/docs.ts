@@ -2,7 +2,7 @@
 
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { displayName } from "../../display.js";
+import { countOf, displayName } from "../../display.js";
 import { KnowledgeLayerError, UsageError } from "../../errors.js";
 import { documentAttribution } from "../../retrieve/attribution.js";
 import { type Filter, isEmptyFilter, parseFilterJson } from "../../retrieve/filter.js";
@@ -39,7 +39,7 @@ export function registerDocsCommands(program: Command): void {
             console.log(
               `${String(d.id).padStart(6)}  ${d.kb}  ${d.type.padEnd(8)} ${String(d.chunkCount).padStart(4)} chunks  ${displayName(d.uri)}`,
             );
-          console.log(`${list.length} document${list.length === 1 ? "" : "s"}`);
+          console.log(countOf(list.length, "document"));
         }
       });
     });
@@ -136,10 +136,10 @@ export function registerDocsCommands(program: Command): void {
           } else if (dryRun) {
             preview();
             console.log(
-              `would remove ${targets.length} document${targets.length === 1 ? "" : "s"}${everything ? ` (every document in ${scope})` : ""}`,
+              `would remove ${countOf(targets.length, "document")}${everything ? ` (every document in ${scope})` : ""}`,
             );
           } else {
-            console.log(`removed ${removed} document${removed === 1 ? "" : "s"}`);
+            console.log(`removed ${countOf(removed, "document")}`);
           }
           if (missing.length > 0 && !o.json) console.log(`not found: ${missing.join(", ")}`);
           if (missing.length > 0) process.exitCode = 1;
@@ -160,7 +160,7 @@ export function registerDocsCommands(program: Command): void {
             if (!process.stdin.isTTY || !process.stderr.isTTY || o.json) {
               report(0, true);
               throw new UsageError(
-                `docs rm: --where selects ${targets.length === 1 ? "1 document" : `${targets.length} documents`}; ` +
+                `docs rm: --where selects ${countOf(targets.length, "document")}; ` +
                   `add --yes to remove ${targets.length === 1 ? "it" : "them"} (--dry-run lists them without asking)`,
               );
             }
