@@ -184,10 +184,11 @@ export interface AnnOptions {
    */
   shard?: AnnShard;
   /**
-   * Shards per collection of {@link AnnWorkerIndexes} (default `$KL_ANN_SHARDS`, else 1). Two
+   * Shards per collection of {@link AnnWorkerIndexes} (default `$KL_ANN_SHARDS`, else 2 on a
+   * machine with two or more cores, else 1: see `defaultShards` in `ann-client.ts`). Two
    * 500k-vector graphs searched on two threads answer in ~0.6× the time of one 1M graph at
-   * equal recall@10 (0.95; `bench:scale` vectors), a whole vector_only search in ~0.8×; the
-   * second worker costs memory (peak ingest RSS at 1M 2,070 MB against 2,002).
+   * equal recall@10 (0.95; `bench:scale` vectors), a whole vector_only search in ~0.75–0.8×;
+   * the second worker costs ~70 MB of peak RSS.
    */
   shards?: number;
   /**

@@ -2,7 +2,7 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mergeCandidates } from "../../src/store/ann-client.js";
+import { defaultShards, mergeCandidates } from "../../src/store/ann-client.js";
 import { AnnIndexes, setAnnWarn, setUsearchLoader } from "../../src/store/ann-index.js";
 import type { VectorRecord } from "../../src/store/contract.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
@@ -504,6 +504,18 @@ describe("embedded store: sharded approximate index", () => {
       } finally {
         delete process.env.KL_ANN_SHARDS;
       }
+    }
+  });
+
+  it("splits each index in two shards on a machine with two or more cores, unless $KL_ANN_SHARDS says otherwise", () => {
+    expect(defaultShards(1)).toBe(1);
+    expect(defaultShards(2)).toBe(2);
+    expect(defaultShards(8)).toBe(2);
+    process.env.KL_ANN_SHARDS = "1";
+    try {
+      expect(defaultShards(8)).toBe(1);
+    } finally {
+      delete process.env.KL_ANN_SHARDS;
     }
   });
 });
