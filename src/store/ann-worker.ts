@@ -74,7 +74,7 @@ serveRequests(
         return indexes.saveAll();
       case "close":
         try {
-          return indexes.saveAll();
+          return indexes.saveAll(true);
         } finally {
           db.close();
         }

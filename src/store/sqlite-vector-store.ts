@@ -86,7 +86,7 @@ export class SqliteVectorStore implements VectorStore {
    */
   closeSync(): void {
     if (this.ann instanceof AnnWorkerIndexes) void this.ann.close();
-    else if (this.db.open) this.ann?.saveAll();
+    else if (this.db.open) this.ann?.saveAll(true);
   }
 
   /**

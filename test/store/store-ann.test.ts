@@ -142,6 +142,33 @@ describe.each([
     expect(await recallAt10(second.store, "kb", queries)).toBeGreaterThanOrEqual(0.95);
   });
 
+  it("saves on close an index with saveOnCloseAfter or more unsaved changes; fewer stay in the log", async () => {
+    for (const [after, saved] of [
+      [100, true],
+      [5000, false],
+    ] as const) {
+      const dir = newDir();
+      const make = generator(16);
+      const db = openDatabase(dir);
+      const store = new SqliteVectorStore(db, {
+        ann: { ...ANN, worker: inWorker, shards, saveOnCloseAfter: after },
+      });
+      opened.push({ db, store });
+      await store.createCollection("kb", DIM, "cosine");
+      await store.addBatch("kb", records(make, 0, 600));
+      await store.syncIndex("kb"); // built and saved through log entry 600
+      await store.addBatch("kb", records(make, 600, 300, "late"));
+      // Replays the 300 changes: under the threshold of saves while running (1,000 records).
+      await store.search("kb", make(), { topK: 5 });
+      await store.close();
+      const seqs = readdirSync(join(dir, "kl-ann"))
+        .filter((f) => f.endsWith(".usearch"))
+        .map((f) => Number(f.split(".")[1]));
+      expect(seqs).toHaveLength(filesPerCollection());
+      for (const seq of seqs) expect(seq, `saveOnCloseAfter ${after}`).toBe(saved ? 900 : 600);
+    }
+  });
+
   it("rebuilds from SQLite when the index file is unreadable", async () => {
     const dir = newDir();
     const make = generator(4);
