@@ -218,7 +218,9 @@ export class AnnWorkerIndexes {
  * with two or more cores (`cores`, default its available parallelism), else 1. Two shards
  * answer vector_only at 1M in ~0.75× the time of one graph (on the kept 1M `bench:scale`
  * KB, 2 cores: 19.7–20.2 against 25.7–26.7 ms p50 with the query's embedding, recall@10
- * 0.952 against 0.957), for ~70 MB more peak RSS (one more thread and connection).
+ * 0.952 against 0.957), for more peak RSS while ingesting (one more thread, heap and
+ * connection: the fresh 1M `bench:scale` ingest peaked at 2,037 MB, against 1,740–1,842 MB
+ * with one graph in earlier runs; runs of the same code differ by ~100 MB).
  * @throws KnowledgeLayerError naming the variable when it is set to anything else.
  */
 export function defaultShards(cores: number = availableParallelism()): number {
