@@ -155,11 +155,6 @@ export class AnnWorkerIndexes {
     return counts.some((n) => n === null) ? undefined : counts.reduce<number>((sum, n) => sum + (n ?? 0), 0);
   }
 
-  /** Saves every index with enough unsaved changes (in the running workers). */
-  async saveAll(): Promise<void> {
-    await Promise.all(this.current.map((running) => running?.request({ op: "saveAll" })));
-  }
-
   /**
    * Saves the indexes and ends the workers; resolves when they have (at once without any).
    * Later requests start new workers.

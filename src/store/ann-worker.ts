@@ -6,7 +6,7 @@
  *
  * Protocol (`workers/request-worker.ts`): the client posts `{ id, op, ... }`; the worker
  * answers `{ id, value }` or `{ id, error }`. Ops: `candidates`, `sync`, `forget`, `isLoaded`, `indexedCount`,
- * `saveAll`, `close` (saves, answers, then ends the thread).
+ * `close` (saves, answers, then ends the thread).
  */
 import { dirname } from "node:path";
 import { workerData } from "node:worker_threads";
@@ -38,7 +38,7 @@ export type AnnRequest =
     }
   | { id: number; op: "sync"; collection: string; dimension: number; metric: Metric }
   | { id: number; op: "forget" | "isLoaded" | "indexedCount"; collection: string }
-  | { id: number; op: "saveAll" | "close" };
+  | { id: number; op: "close" };
 
 /** Page cache of the workers' connections (shared among the shards): they read the log and vectors being indexed, little else. */
 const WORKER_CACHE_KIB = 16_384;
@@ -70,8 +70,6 @@ serveRequests(
         return indexes.isLoaded(request.collection);
       case "indexedCount":
         return indexes.indexedCount(request.collection);
-      case "saveAll":
-        return indexes.saveAll();
       case "close":
         try {
           return indexes.saveAll(true);

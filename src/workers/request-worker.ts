@@ -55,7 +55,6 @@ export class RequestWorker<Req extends object, Res> {
   private readonly error: (message: string) => Error;
   private nextId = 1;
   private held = false;
-  private failed = false;
   /** Why requests cannot be answered any more (the thread failed or exited), once so. */
   private ended: string | undefined;
 
@@ -137,12 +136,11 @@ export class RequestWorker<Req extends object, Res> {
     this.pending.clear();
   }
 
+  /** The first failure (or the exit) ends the worker; a later failure event has nothing left to do. */
   private fail(reason: string): void {
-    this.ended ??= reason;
-    if (!this.failed) {
-      this.failed = true;
-      this.options.onFail?.(reason);
-    }
+    if (this.ended !== undefined) return;
+    this.ended = reason;
+    this.options.onFail?.(reason);
     this.rejectAll(this.error(reason));
     void this.worker.terminate();
   }
