@@ -52,8 +52,8 @@ export function ingestEstimate(s: IngestState): { fraction: number; etaSeconds: 
  */
 export function ingestStatus(s: IngestState, eta = true): string {
   const parts = [`${s.done}/${s.total} sources`];
-  if (s.embedded === undefined) parts.push(`${s.chunked} chunks`);
-  else parts.push(`${s.chunked} chunks, ${s.embedded} embedded`);
+  if (s.embedded === undefined) parts.push(countOf(s.chunked, "chunk"));
+  else parts.push(`${countOf(s.chunked, "chunk")}, ${s.embedded} embedded`);
   if (s.embedded && s.elapsedMs > 0) parts.push(`${(s.embedded / (s.elapsedMs / 1000)).toFixed(1)} chunks/s`);
   const { fraction, etaSeconds } = ingestEstimate(s);
   if (eta && etaSeconds !== undefined && fraction < 1) parts.push(`eta ${formatSeconds(etaSeconds)}`);

@@ -26,6 +26,10 @@ describe("ingest progress line", () => {
     expect(ingestStatus({ done: 10, total: 10, chunked: 25, embedded: 25, elapsedMs: 5000 })).toBe(
       "10/10 sources · 25 chunks, 25 embedded · 5.0 chunks/s",
     );
+    // One chunk is "1 chunk" (fresh user report).
+    expect(ingestStatus({ done: 1, total: 1, chunked: 1, embedded: 1, elapsedMs: 1000 })).toBe(
+      "1/1 sources · 1 chunk, 1 embedded · 1.0 chunks/s",
+    );
     expect(ingestEstimate({ done: 0, total: 10, chunked: 0, embedded: undefined, elapsedMs: 1000 })).toEqual({
       fraction: 0,
       etaSeconds: undefined,
