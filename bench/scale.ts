@@ -64,7 +64,10 @@
  *   the text, each build bounded by --index-timeout (on timeout the row says the
  *   peer could not run); the IVF-PQ index is searched with its defaults and
  *   "tuned" (nprobes 64, refineFactor 20: re-ranked on full vectors) since its
- *   default recall on these vectors is low; hybrid = IVF-PQ top 20 + FTS top 20 fused by RRF (k 60),
+ *   default recall on these vectors is low; then, to compare at equal recall, at higher
+ *   settings ({@link RECALL_LADDER}: more partitions, more candidates re-ranked) and the
+ *   table shows the first setting whose recall@10 reaches ours (or the highest reached, marked
+ *   "max"); hybrid = IVF-PQ top 20 + FTS top 20 fused by RRF (k 60),
  *   as our hybrid's default candidate counts. Ratio = ours p50 / LanceDB p50
  *   (keyword vs FTS, vector vs IVF-PQ default and tuned, hybrid vs hybrid, which
  *   uses the default IVF-PQ search); < 1 means we are faster.
@@ -106,6 +109,20 @@ const RRF_K = 60;
 const MODES = ["keyword", "vector_only", "hybrid"] as const;
 /** LanceDB IVF-PQ searched for recall: more partitions probed, candidates re-ranked on full vectors. */
 const TUNED = { nprobes: 64, refineFactor: 20 };
+/**
+ * LanceDB IVF-PQ settings searched after {@link TUNED}, each probing more partitions and
+ * re-ranking more candidates on full vectors, to find its latency at our recall.
+ * (LanceDB's default IVF-PQ has √rows partitions: 100 at 10k, ~316 at 100k, 1,000 at 1M.)
+ */
+const RECALL_LADDER = [
+  { nprobes: 128, refineFactor: 50 },
+  { nprobes: 256, refineFactor: 100 },
+  { nprobes: 512, refineFactor: 200 },
+];
+interface LanceSetting {
+  nprobes: number;
+  refineFactor: number;
+}
 type Mode = (typeof MODES)[number];
 
 const { values } = parseArgs({
@@ -589,6 +606,8 @@ interface LanceResult {
   ivfpq?: LanceLatency & { ids: number[][]; buildMs: number };
   /** The IVF-PQ index searched with more partitions and exact re-ranking ({@link TUNED}). */
   tuned?: LanceLatency & { ids: number[][] };
+  /** The IVF-PQ index searched at each {@link RECALL_LADDER} setting, in order. */
+  ladder?: (LanceLatency & LanceSetting & { ids: number[][] })[];
   fts?: LanceLatency & { buildMs: number; failed: number };
   hybrid?: LanceLatency;
   /** Why a part could not run. */
@@ -689,11 +708,13 @@ async function roleLance(job: LanceJob): Promise<LanceResult> {
   const warmVectors = job.warmup.map((q) => Array.from(hashEmbed(q)));
   const result: LanceResult = { rows, addMs, bytes: 0, notes, maxRssKb: 0 };
 
-  const timeVector = async (how: "flat" | "index" | "tuned"): Promise<LanceLatency & { ids: number[][] }> => {
+  const timeVector = async (
+    how: "flat" | "index" | LanceSetting,
+  ): Promise<LanceLatency & { ids: number[][] }> => {
     const run = async (v: number[]): Promise<number[]> => {
       let q = t.vectorSearch(v).distanceType("cosine").limit(TOP_K).select(["id"]);
       if (how === "flat") q = q.bypassVectorIndex();
-      if (how === "tuned") q = q.nprobes(TUNED.nprobes).refineFactor(TUNED.refineFactor);
+      else if (how !== "index") q = q.nprobes(how.nprobes).refineFactor(how.refineFactor);
       return (await q.toArray()).map((r) => Number((r as { id: number }).id));
     };
     for (const v of warmVectors) await run(v);
@@ -704,8 +725,9 @@ async function roleLance(job: LanceJob): Promise<LanceResult> {
       ids.push(await run(v));
       times.push(performance.now() - t0);
     }
+    const label = typeof how === "string" ? how : `nprobes ${how.nprobes}, refineFactor ${how.refineFactor}`;
     log(
-      `LanceDB vector (${how}): p50 ${percentile(times, 0.5).toFixed(1)} ms, p95 ${percentile(times, 0.95).toFixed(1)} ms`,
+      `LanceDB vector (${label}): p50 ${percentile(times, 0.5).toFixed(1)} ms, p95 ${percentile(times, 0.95).toFixed(1)} ms`,
     );
     return { p50: percentile(times, 0.5), p95: percentile(times, 0.95), ids };
   };
@@ -726,7 +748,9 @@ async function roleLance(job: LanceJob): Promise<LanceResult> {
     const buildMs = performance.now() - b0;
     result.ivfpq = { ...(await timeVector("index")), buildMs };
     log(`LanceDB: IVF-PQ with nprobes ${TUNED.nprobes}, refineFactor ${TUNED.refineFactor}…`);
-    result.tuned = await timeVector("tuned");
+    result.tuned = await timeVector(TUNED);
+    result.ladder = [];
+    for (const setting of RECALL_LADDER) result.ladder.push({ ...setting, ...(await timeVector(setting)) });
   } else {
     notes.push(
       `IVF-PQ index ${ivf === "timeout" ? `did not finish within ${duration(job.indexTimeoutMs)}` : ivf}`,
@@ -924,7 +948,7 @@ interface Row {
   search: SearchResult;
   recall: number;
   lance?: LanceResult;
-  lanceRecall: { flat?: number; ivfpq?: number; tuned?: number };
+  lanceRecall: { flat?: number; ivfpq?: number; tuned?: number; ladder?: number[] };
   lanceError?: string;
   seconds: number;
 }
@@ -932,20 +956,48 @@ interface Row {
 const ms = (x: number | undefined): string => (x === undefined ? "–" : x < 10 ? x.toFixed(2) : x.toFixed(1));
 const mb = (kb: number): string => `${Math.round(kb / 1024)}`;
 
+/**
+ * LanceDB's IVF-PQ at our recall: the first of its searched settings (tuned, then the
+ * {@link RECALL_LADDER}) whose recall@10 reaches `ours`; when none does, the one with the
+ * highest recall (`reached: false`).
+ */
+function atRecall(
+  lance: LanceResult,
+  recall: Row["lanceRecall"],
+  ours: number,
+): (LanceLatency & LanceSetting & { recall: number; reached: boolean }) | undefined {
+  const steps: (LanceLatency & LanceSetting & { recall: number })[] = [];
+  if (lance.tuned && recall.tuned !== undefined)
+    steps.push({ ...TUNED, ...lance.tuned, recall: recall.tuned });
+  for (const [i, step] of (lance.ladder ?? []).entries()) {
+    const r = recall.ladder?.[i];
+    if (r !== undefined) steps.push({ ...step, recall: r });
+  }
+  const reached = steps.find((step) => step.recall >= ours);
+  if (reached) return { ...reached, reached: true };
+  const best = steps.reduce<(typeof steps)[number] | undefined>(
+    (b, s) => (!b || s.recall > b.recall ? s : b),
+    undefined,
+  );
+  return best ? { ...best, reached: false } : undefined;
+}
+
 function printTable(rows: Row[]): void {
   const out: string[] = [];
   out.push(
     "| size | ingest chunks/s | bytes/chunk | RSS MB ingest/search | keyword p50/p95 ms | vector p50/p95 ms | hybrid p50/p95 ms | vector recall@10 | hybrid top-10 = exact-vector hybrid | " +
-      "LanceDB FTS p50/p95 | LanceDB flat p50 (recall) | LanceDB IVF-PQ p50/p95 (recall) | LanceDB IVF-PQ tuned p50/p95 (recall) | LanceDB hybrid p50/p95 | " +
-      "ratio ours/LanceDB p50: kw / vec (IVF-PQ, tuned) / hybrid |",
+      "LanceDB FTS p50/p95 | LanceDB flat p50 (recall) | LanceDB IVF-PQ p50/p95 (recall) | LanceDB IVF-PQ tuned p50/p95 (recall) | " +
+      "LanceDB IVF-PQ at our recall p50/p95 (recall; nprobes/refineFactor) | LanceDB hybrid p50/p95 | " +
+      "ratio ours/LanceDB p50: kw / vec (IVF-PQ, tuned, at our recall) / hybrid |",
   );
-  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
     const l = r.search.latency;
     const ingestRate = r.ingest.chunks / Math.max(1e-9, (r.ingest.wallMs - r.ingest.embedMs) / 1000);
     const lance = r.lance;
     const ratio = (ours: number, theirs: number | undefined): string =>
       theirs === undefined || theirs <= 0 ? "–" : `${(ours / theirs).toFixed(1)}×`;
+    const equal = lance ? atRecall(lance, r.lanceRecall, r.recall) : undefined;
     const lanceCells = lance
       ? [
           lance.fts ? `${ms(lance.fts.p50)} / ${ms(lance.fts.p95)}` : "could not run",
@@ -956,11 +1008,16 @@ function printTable(rows: Row[]): void {
           lance.tuned
             ? `${ms(lance.tuned.p50)} / ${ms(lance.tuned.p95)} (${r.lanceRecall.tuned?.toFixed(3)})`
             : "could not run",
+          equal
+            ? `${ms(equal.p50)} / ${ms(equal.p95)} (${equal.recall.toFixed(3)}${equal.reached ? "" : ", max"}; ` +
+              `${equal.nprobes}/${equal.refineFactor})`
+            : "could not run",
           lance.hybrid ? `${ms(lance.hybrid.p50)} / ${ms(lance.hybrid.p95)}` : "could not run",
           `${ratio(l.keyword.p50, lance.fts?.p50)} / ${ratio(l.vector_only.p50, lance.ivfpq?.p50)}, ` +
-            `${ratio(l.vector_only.p50, lance.tuned?.p50)} / ${ratio(l.hybrid.p50, lance.hybrid?.p50)}`,
+            `${ratio(l.vector_only.p50, lance.tuned?.p50)}, ${ratio(l.vector_only.p50, equal?.p50)} / ` +
+            `${ratio(l.hybrid.p50, lance.hybrid?.p50)}`,
         ]
-      : [r.lanceError ? "could not run" : "skipped", "–", "–", "–", "–", "–"];
+      : [r.lanceError ? "could not run" : "skipped", "–", "–", "–", "–", "–", "–"];
     out.push(
       `| ${fmtSize(r.size)} (${r.ingest.chunks.toLocaleString("en-US")}) | ${ingestRate.toFixed(0)} | ${Math.round(r.bytes / r.ingest.chunks).toLocaleString("en-US")} | ` +
         `${mb(r.ingest.maxRssKb)} / ${mb(r.search.maxRssKb)} | ${ms(l.keyword.p50)} / ${ms(l.keyword.p95)} | ` +
@@ -993,6 +1050,12 @@ function printTable(rows: Row[]): void {
     ];
     if (r.lance?.hybrid)
       checks.push(`hybrid vs LanceDB hybrid ${(l.hybrid.p50 / r.lance.hybrid.p50).toFixed(2)}×`);
+    const equal = r.lance ? atRecall(r.lance, r.lanceRecall, r.recall) : undefined;
+    if (equal)
+      checks.push(
+        `vector vs LanceDB IVF-PQ at ${equal.reached ? "our" : "its highest"} recall (${equal.recall.toFixed(3)}) ` +
+          `${(l.vector_only.p50 / equal.p50).toFixed(2)}×`,
+      );
     console.log(`- ${fmtSize(r.size)}: ${checks.join("; ")}`);
   }
   console.log("");
@@ -1143,6 +1206,7 @@ async function main(): Promise<void> {
         lance?.flat?.ids ?? [],
         lance?.ivfpq?.ids ?? [],
         lance?.tuned?.ids ?? [],
+        ...(lance?.ladder ?? []).map((step) => step.ids),
       ];
       // The exact 10th score per query is kept beside the data directory: a --reuse run
       // only looks up the scores of the ids the engines returned.
@@ -1172,6 +1236,7 @@ async function main(): Promise<void> {
           flat: lance?.flat ? recallAt10(lance.flat.ids, exact.kth, exact.scoreOf) : undefined,
           ivfpq: lance?.ivfpq ? recallAt10(lance.ivfpq.ids, exact.kth, exact.scoreOf) : undefined,
           tuned: lance?.tuned ? recallAt10(lance.tuned.ids, exact.kth, exact.scoreOf) : undefined,
+          ladder: lance?.ladder?.map((step) => recallAt10(step.ids, exact.kth, exact.scoreOf)),
         },
         seconds: (performance.now() - started) / 1000,
       };
