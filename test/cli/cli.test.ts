@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { cliRunner, docsPath, tempDir } from "../helpers/helpers.js";
@@ -234,6 +234,12 @@ describe("kl CLI", () => {
     const skipped = kl("ingest", image, "--no-embed");
     expect(skipped.code).toBe(1);
     expect(skipped.stdout).toContain("unsupported file type (.jpg)");
+    // An empty folder: nothing to do is said, and the exit code tells it.
+    const empty = join(tmp.dir, "empty-folder");
+    mkdirSync(empty);
+    const none = kl("ingest", empty, "--no-embed");
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain(`nothing to ingest: no files found in "${empty}"`);
     const hostile = join(tmp.dir, "hostile.txt");
     writeFileSync(hostile, "before\u001b]0;pwned\u0007after\n");
     const shown = kl("extract", hostile);

@@ -77,10 +77,17 @@ export function registerIngestCommand(program: Command): void {
               progress.stop();
               if (o.json) console.log(JSON.stringify(summary, null, 2));
               else console.log(formatIngestSummary(summary));
-              // Exit 1 when nothing could be ingested: every source failed, or every path was skipped.
+              // Exit 1 when nothing could be ingested: every source failed, every path was
+              // skipped, or the paths held no file at all (an empty folder: said on stderr).
               const ingested = summary.added + summary.updated + summary.unchanged;
               if (ingested === 0 && (summary.errors.length > 0 || summary.skipped.length > 0))
                 process.exitCode = 1;
+              else if (summary.files === 0 && summary.removed.length === 0 && !summary.stopped) {
+                console.error(
+                  `kl ingest: nothing to ingest: no files found in ${paths.map((p) => JSON.stringify(p)).join(", ")}`,
+                );
+                process.exitCode = 1;
+              }
             } finally {
               progress.stop();
             }
