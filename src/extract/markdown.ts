@@ -395,7 +395,10 @@ export const markdownExtractor: Extractor = {
     const frontMatter = Object.keys(data).length > 0 ? data : undefined;
     const lifted = liftedFields(data);
     const title =
-      (lifted.title as string | undefined) ?? markdownTitle(text) ?? markdownTitle(text, 2) ?? fileTitle(path);
+      (lifted.title as string | undefined) ??
+      markdownTitle(text) ??
+      markdownTitle(text, 2) ??
+      fileTitle(path);
     const metadata = compact({ path, type: "markdown" as const, ...lifted, title, frontMatter });
     const doc: ExtractedDocument = { uri: path, text, metadata };
     if (fm?.error !== undefined) {
