@@ -27,13 +27,26 @@ export interface IngestState {
   /** Chunks embedded so far; undefined while no embedding has been reported (e.g. `--no-embed`). */
   embedded: number | undefined;
   elapsedMs: number;
+  /**
+   * Where the rate is measured from: the time (ms since the start) and fraction of the first
+   * progress counted the current way (in sources, or in chunks once embedding is reported).
+   * Without it the rate runs from the start, start-up included.
+   */
+  since?: { elapsedMs: number; fraction: number };
 }
+
+/** Measured progress an ETA needs past its {@link IngestState.since} point: 1 s and 1% of the work. */
+const ETA_MIN_MS = 1000;
+const ETA_MIN_FRACTION = 0.01;
 
 /**
  * How far an ingest is, in [0, 1], and the seconds left (undefined before
  * there is anything to extrapolate from). While chunks are being embedded, the
  * work is counted in chunks: the total is estimated from the chunks per source
- * so far, since embedding is most of the time; otherwise in sources.
+ * so far, since embedding is most of the time; otherwise in sources. With
+ * `since`, the rate is the progress since that point over the time since it (at
+ * least 1 s and 1% of the work, else no ETA yet), so start-up (loading the model,
+ * starting workers) does not inflate the first estimates.
  */
 export function ingestEstimate(s: IngestState): { fraction: number; etaSeconds: number | undefined } {
   let fraction = s.total > 0 ? s.done / s.total : 1;
@@ -42,6 +55,12 @@ export function ingestEstimate(s: IngestState): { fraction: number; etaSeconds: 
     fraction = Math.min(fraction, s.embedded / estimatedChunks);
   }
   if (fraction <= 0) return { fraction: 0, etaSeconds: undefined };
+  if (s.since) {
+    const ms = s.elapsedMs - s.since.elapsedMs;
+    const gained = fraction - s.since.fraction;
+    if (ms < ETA_MIN_MS || gained < ETA_MIN_FRACTION) return { fraction, etaSeconds: undefined };
+    return { fraction, etaSeconds: ((ms / 1000) * (1 - fraction)) / gained };
+  }
   return { fraction, etaSeconds: ((s.elapsedMs / 1000) * (1 - fraction)) / fraction };
 }
 
@@ -88,6 +107,8 @@ export class ProgressReporter {
    * chunked ahead of embedding, so the estimate drops when the first chunks are embedded).
    */
   private ingestShown = 0;
+  /** The ETA's starting point ({@link IngestState.since}): reset when the ingest starts being counted in chunks. */
+  private since: IngestState["since"];
 
   /** @param now clock in ms (tests pass their own). */
   constructor(
@@ -114,11 +135,20 @@ export class ProgressReporter {
       if (event.phase === "discovered") {
         this.ingest = { done: 0, total: event.total, chunked: 0, embedded: undefined };
         this.ingestShown = 0;
+        this.since = undefined;
       }
       if (event.phase === "source") {
         this.ingest = { ...this.ingest, done: event.done, total: event.total, chunked: event.chunks ?? 0 };
       }
-      if (event.phase === "embedded") this.ingest = { ...this.ingest, embedded: event.chunks };
+      if (event.phase === "embedded") {
+        // The first embedded chunks switch the count from sources to chunks: the ETA starts over.
+        if (this.ingest.embedded === undefined) this.since = undefined;
+        this.ingest = { ...this.ingest, embedded: event.chunks };
+      }
+      if (!this.since) {
+        const { fraction } = ingestEstimate(this.state());
+        if (fraction > 0) this.since = { elapsedMs: this.now() - this.startedAt, fraction };
+      }
     }
     if (this.mode === "lines") {
       if (event.phase === "discovered") return;
@@ -167,7 +197,7 @@ export class ProgressReporter {
 
   /** The ingest so far. */
   private state(): IngestState {
-    return { ...this.ingest, elapsedMs: this.now() - this.startedAt };
+    return { ...this.ingest, elapsedMs: this.now() - this.startedAt, since: this.since };
   }
 
   /** Every source chunked and every chunk made embedded (or nothing to embed). */

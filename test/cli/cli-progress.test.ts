@@ -36,6 +36,46 @@ describe("ingest progress line", () => {
     });
   });
 
+  it("measures the ETA from the first counted progress, not from the start (fresh user report)", () => {
+    // 3 s of start-up (model, workers), then 100 chunks per 0.5 s of ~1,000: about 4 s left, not 15 s.
+    const state = { done: 10, total: 10, chunked: 1000, embedded: 210, elapsedMs: 4000 };
+    expect(ingestEstimate(state).etaSeconds).toBeCloseTo(15.05, 1);
+    expect(ingestEstimate({ ...state, since: { elapsedMs: 3000, fraction: 0.01 } }).etaSeconds).toBeCloseTo(
+      3.95,
+      2,
+    );
+    // Less than 1 s or 1% of the work since that point: no ETA yet.
+    expect(
+      ingestEstimate({ ...state, since: { elapsedMs: 3500, fraction: 0.11 } }).etaSeconds,
+    ).toBeUndefined();
+    expect(
+      ingestEstimate({ ...state, since: { elapsedMs: 1000, fraction: 0.205 } }).etaSeconds,
+    ).toBeUndefined();
+
+    const lefts: string[] = [];
+    vi.spyOn(cliProgress.SingleBar.prototype, "start").mockImplementation(() => undefined);
+    vi.spyOn(cliProgress.SingleBar.prototype, "stop").mockImplementation(() => undefined);
+    vi.spyOn(cliProgress.SingleBar.prototype, "update").mockImplementation(
+      (_value: unknown, payload?: unknown) => {
+        lefts.push((payload as { left: string }).left);
+      },
+    );
+    let now = 0;
+    const reporter = new ProgressReporter("bar", () => now);
+    reporter.update({ phase: "discovered", total: 10 });
+    reporter.update({ phase: "source", done: 10, total: 10, path: "/j", chunks: 1000 });
+    now = 3000; // the model loaded: the first chunks embedded
+    reporter.update({ phase: "embedded", chunks: 10 });
+    now = 4000;
+    reporter.update({ phase: "embedded", chunks: 210 });
+    now = 5000;
+    reporter.update({ phase: "embedded", chunks: 410 });
+    reporter.stop();
+    vi.restoreAllMocks();
+    // Sources only (all read at once: nothing left to time), the anchor, then 200 chunks a second.
+    expect(lefts).toEqual(["-", "-", "4s", "3s"]);
+  });
+
   it("formats durations as seconds, minutes or hours", () => {
     expect(formatSeconds(42.4)).toBe("42s");
     expect(formatSeconds(185)).toBe("3m05s");
@@ -61,7 +101,8 @@ describe("ingest progress line", () => {
     now += 30_000;
     reporter.update({ phase: "embedded", chunks: 1200 }); // the end: always
     expect(lines).toEqual([
-      "ingest: 1/4 sources · 300 chunks · eta 6s\n",
+      // A first line has no rate to extrapolate from yet.
+      "ingest: 1/4 sources · 300 chunks\n",
       "ingest: 1/4 sources · 300 chunks, 300 embedded · 20.0 chunks/s · eta 45s\n",
       "ingest: 4/4 sources · 1200 chunks, 1200 embedded · 26.7 chunks/s\n",
     ]);
