@@ -351,14 +351,12 @@ function plainHeading(s: string): string {
  * DOCUMENT chunker uses): ATX `# Title` (§4.2, closing `#`s stripped) or a setext
  * heading (§4.3, paragraph lines underlined with `=`, several lines joined by a
  * space). Headings inside fenced or indented code, in front matter, and `#tag`
- * lines are ignored. Inline Markdown is stripped. With `level` 2, the first level-2 heading
- * instead (the extractor's title for a file without an H1, such as a section of a book that
- * starts at `##`).
- * @returns the heading text, or `undefined` when there is no heading of that level.
+ * lines are ignored. Inline Markdown is stripped.
+ * @returns the heading text, or `undefined` when there is no H1.
  */
-export function markdownTitle(text: string, level: 1 | 2 = 1): string | undefined {
+export function markdownTitle(text: string): string | undefined {
   for (const h of markdownHeadings(text.slice(frontMatterBlock(text)?.end ?? 0))) {
-    if (h.level !== level) continue;
+    if (h.level !== 1) continue;
     const title = nonBlank(plainHeading(h.title ?? ""));
     if (title) return title;
   }
@@ -372,7 +370,7 @@ export function markdownTitle(text: string, level: 1 | 2 = 1): string | undefine
  * DOCUMENT chunker leaves it out of chunks: it is metadata here).
  *
  * Metadata: `path`, `type: "markdown"`, `title` (front matter `title`, else the
- * first H1, else the first H2, else the file name), `frontMatter` (the parsed front matter, JSON
+ * first H1, else the file name), `frontMatter` (the parsed front matter, JSON
  * values, when it has entries), and when the front matter has them: `author`
  * (`author` or `authors`, a list joined with ", "), `tags` (string list, from
  * `tags` or `keywords`, a list or a comma-separated string), `description`, `date`
@@ -394,11 +392,7 @@ export const markdownExtractor: Extractor = {
     const data = fm?.data ?? {};
     const frontMatter = Object.keys(data).length > 0 ? data : undefined;
     const lifted = liftedFields(data);
-    const title =
-      (lifted.title as string | undefined) ??
-      markdownTitle(text) ??
-      markdownTitle(text, 2) ??
-      fileTitle(path);
+    const title = (lifted.title as string | undefined) ?? markdownTitle(text) ?? fileTitle(path);
     const metadata = compact({ path, type: "markdown" as const, ...lifted, title, frontMatter });
     const doc: ExtractedDocument = { uri: path, text, metadata };
     if (fm?.error !== undefined) {
